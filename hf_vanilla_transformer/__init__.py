@@ -1,0 +1,32 @@
+"""hf-vanilla-transformer: the original Transformer (Vaswani et al., 2017) as a native Hugging Face model.
+
+Importing the package registers `model_type="vanilla_transformer"` with AutoConfig, AutoModel and
+AutoModelForSeq2SeqLM, and marks the classes for `save_pretrained` to write `auto_map` and the code files, so a
+saved model also loads with `trust_remote_code=True` where this package is not installed.
+"""
+
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
+
+from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .modeling_vanilla_transformer import (
+    VanillaTransformerForConditionalGeneration,
+    VanillaTransformerModel,
+    VanillaTransformerPreTrainedModel,
+)
+
+AutoConfig.register(VanillaTransformerConfig.model_type, VanillaTransformerConfig, exist_ok=True)
+AutoModel.register(VanillaTransformerConfig, VanillaTransformerModel, exist_ok=True)
+AutoModelForSeq2SeqLM.register(VanillaTransformerConfig, VanillaTransformerForConditionalGeneration, exist_ok=True)
+
+VanillaTransformerConfig.register_for_auto_class()
+VanillaTransformerModel.register_for_auto_class("AutoModel")
+VanillaTransformerForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "VanillaTransformerConfig",
+    "VanillaTransformerForConditionalGeneration",
+    "VanillaTransformerModel",
+    "VanillaTransformerPreTrainedModel",
+]

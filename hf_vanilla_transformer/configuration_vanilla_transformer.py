@@ -1,0 +1,162 @@
+"""Configuration of the original Transformer (Vaswani et al., 2017, "Attention Is All You Need")."""
+
+from transformers import PreTrainedConfig
+from transformers.activations import ACT2FN
+
+
+class VanillaTransformerConfig(PreTrainedConfig):
+    r"""
+    Configuration of [`VanillaTransformerModel`] and [`VanillaTransformerForConditionalGeneration`].
+
+    The defaults are the paper's base model (Table 3): N=6 encoder and decoder layers, d_model=512, h=8 heads,
+    d_ff=2048, P_drop=0.1, ReLU, one shared source/target vocabulary (37000 BPE tokens for WMT En-De) whose
+    embedding is also the pre-softmax projection, embeddings scaled by sqrt(d_model), post-LN residual blocks.
+    `VanillaTransformerConfig.big()` gives the "big" model.
+
+    Field names follow BART/Marian so that tools written for those models work unchanged.
+
+    Args:
+        vocab_size: size of the shared source/target vocabulary.
+        d_model: width of the residual stream (d_model).
+        encoder_layers, decoder_layers: number of layers (N) in each stack.
+        encoder_attention_heads, decoder_attention_heads: number of heads (h); must divide `d_model`.
+        encoder_ffn_dim, decoder_ffn_dim: inner width of the position-wise feed-forward networks (d_ff).
+        dropout: residual dropout (P_drop), applied to each sub-layer's output and to embeddings + encodings.
+        attention_dropout: dropout on the attention weights (not in the paper, hence 0).
+        activation_dropout: dropout after the feed-forward activation (not in the paper, hence 0).
+        activation_function: the feed-forward non-linearity, a key of `transformers.activations.ACT2FN`.
+        max_position_embeddings: positions whose encodings are precomputed; longer inputs are still encoded.
+        scale_embedding: multiply token embeddings by sqrt(d_model) (section 3.4).
+        normalize_before: pre-LN `x + Sublayer(LayerNorm(x))` with a final LayerNorm per stack instead of the
+            paper's post-LN `LayerNorm(x + Sublayer(x))`.
+        layer_norm_eps: epsilon of every LayerNorm.
+        init_std: if set, every weight is drawn from N(0, init_std); if None (default), linear layers get Xavier
+            uniform and the embedding N(0, d_model^-0.5), as in tensor2tensor.
+        tie_word_embeddings: share the embedding with the pre-softmax projection (section 3.4). The encoder and
+            decoder always share one embedding matrix.
+    """
+
+    model_type = "vanilla_transformer"
+    keys_to_ignore_at_inference = ["past_key_values"]
+    attribute_map = {
+        "hidden_size": "d_model",
+        "num_attention_heads": "encoder_attention_heads",
+        "num_hidden_layers": "encoder_layers",
+    }
+
+    vocab_size: int = 37000
+    d_model: int = 512
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    encoder_attention_heads: int = 8
+    decoder_attention_heads: int = 8
+    encoder_ffn_dim: int = 2048
+    decoder_ffn_dim: int = 2048
+    dropout: float | int = 0.1
+    attention_dropout: float | int = 0.0
+    activation_dropout: float | int = 0.0
+    activation_function: str = "relu"
+    max_position_embeddings: int = 1024
+    scale_embedding: bool = True
+    normalize_before: bool = False
+    layer_norm_eps: float = 1e-5
+    init_std: float | None = None
+    use_cache: bool = True
+    is_encoder_decoder: bool = True
+    pad_token_id: int | None = 0
+    bos_token_id: int | None = 1
+    eos_token_id: int | list[int] | None = 2
+    decoder_start_token_id: int | None = 1
+    tie_word_embeddings: bool = True
+
+    @classmethod
+    def base(cls, **kwargs) -> "VanillaTransformerConfig":
+        """The paper's base model (Table 3): the defaults, 65M parameters with a 37000-token vocabulary."""
+        return cls(**kwargs)
+
+    @classmethod
+    def big(cls, **kwargs) -> "VanillaTransformerConfig":
+        """The paper's "big" model (Table 3): d_model 1024, 16 heads, d_ff 4096, dropout 0.3; 213M parameters."""
+        sizes = dict(
+            d_model=1024,
+            encoder_attention_heads=16,
+            decoder_attention_heads=16,
+            encoder_ffn_dim=4096,
+            decoder_ffn_dim=4096,
+            dropout=0.3,
+        )
+        return cls(**{**sizes, **kwargs})
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        self.check_values()
+
+    def validate(self):
+        """Checks run before `save_pretrained` writes the config, so later edits are validated too."""
+        super().validate()
+        self.check_values()
+
+    def check_values(self):
+        """Raise a ValueError naming the field, the value and what is allowed, for any impossible setting."""
+        self._check_sizes()
+        self._check_probabilities()
+        self._check_activation()
+        self._check_special_tokens()
+
+    def _check_sizes(self):
+        """Sizes must be positive and every head count must divide d_model."""
+        for name in (
+            "vocab_size",
+            "d_model",
+            "encoder_layers",
+            "decoder_layers",
+            "encoder_attention_heads",
+            "decoder_attention_heads",
+            "encoder_ffn_dim",
+            "decoder_ffn_dim",
+            "max_position_embeddings",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+        for name in ("encoder_attention_heads", "decoder_attention_heads"):
+            heads = getattr(self, name)
+            if self.d_model % heads:
+                raise ValueError(
+                    f"`{name}`={heads} does not divide `d_model`={self.d_model}: each of the h heads attends in "
+                    f"d_model / h dimensions (section 3.2.2). Choose a head count among the divisors of d_model, "
+                    f"e.g. {[h for h in (1, 2, 4, 8, 16, 32) if self.d_model % h == 0]}."
+                )
+        if self.layer_norm_eps <= 0:
+            raise ValueError(f"`layer_norm_eps` must be > 0, got {self.layer_norm_eps!r}.")
+        if self.init_std is not None and self.init_std < 0:
+            raise ValueError(f"`init_std` must be None or >= 0, got {self.init_std!r}.")
+
+    def _check_probabilities(self):
+        """Dropout probabilities lie in [0, 1)."""
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
+            value = getattr(self, name)
+            if not 0 <= value < 1:
+                raise ValueError(f"`{name}` is a probability and must lie in [0, 1), got {value!r}.")
+
+    def _check_activation(self):
+        """The feed-forward activation must be one transformers knows."""
+        if self.activation_function not in ACT2FN:
+            raise ValueError(
+                f"`activation_function`={self.activation_function!r} is unknown; use one of "
+                f"{sorted(ACT2FN)} (the paper uses 'relu')."
+            )
+
+    def _check_special_tokens(self):
+        """Special token ids must index the vocabulary."""
+        for name in ("pad_token_id", "bos_token_id", "decoder_start_token_id", "eos_token_id"):
+            value = getattr(self, name)
+            for token_id in value if isinstance(value, list) else [value]:
+                if token_id is not None and not 0 <= token_id < self.vocab_size:
+                    raise ValueError(
+                        f"`{name}`={value!r} lies outside the vocabulary [0, {self.vocab_size - 1}]: set it to the "
+                        f"id your tokenizer gives that token, or enlarge `vocab_size`."
+                    )
+
+
+__all__ = ["VanillaTransformerConfig"]

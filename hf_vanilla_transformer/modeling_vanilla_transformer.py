@@ -1,0 +1,574 @@
+"""The original Transformer (Vaswani et al., 2017, "Attention Is All You Need") as a transformers model.
+
+Section numbers in docstrings refer to the paper. Data flow:
+source ids -> shared embedding * sqrt(d_model) [3.4] + sinusoidal encoding [3.5] -> dropout -> N encoder layers
+(self-attention, feed-forward; each in a residual block) = memory. Target ids shifted right -> the same embedding and
+encoding at the cached offset -> N decoder layers (masked self-attention, cross-attention over memory,
+feed-forward) -> pre-softmax projection tied to the embedding -> logits.
+"""
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import initialization as init
+from transformers.activations import ACT2FN
+from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
+from transformers.generation import GenerationMixin
+from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    BaseModelOutputWithPastAndCrossAttentions,
+    Seq2SeqLMOutput,
+    Seq2SeqModelOutput,
+)
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, PreTrainedModel
+from transformers.utils import TransformersKwargs, can_return_tuple
+from transformers.utils.generic import merge_with_config_defaults
+from transformers.utils.output_capturing import OutputRecorder, capture_outputs
+
+from .configuration_vanilla_transformer import VanillaTransformerConfig
+
+
+def sinusoidal_encoding(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) [3.5]."""
+    exponents = torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float32) / d_model
+    angles = positions.to(torch.float32)[:, None] / 10000.0**exponents
+    encoding = torch.empty(len(positions), d_model, device=positions.device)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    return encoding
+
+
+class VanillaTransformerPositionalEncoding(nn.Module):
+    """Fixed sinusoidal position encodings [3.5]: a table for the first positions, the formula beyond it."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__()
+        self.d_model = config.d_model
+        table = sinusoidal_encoding(torch.arange(config.max_position_embeddings), config.d_model)
+        self.register_buffer("table", table, persistent=False)
+
+    def forward(self, length: int, offset: int = 0) -> torch.Tensor:
+        """Encodings of positions offset, ..., offset + length - 1, shape (length, d_model)."""
+        if offset + length <= self.table.shape[0]:
+            return self.table[offset : offset + length]
+        positions = torch.arange(offset, offset + length, device=self.table.device)
+        return sinusoidal_encoding(positions, self.d_model).to(self.table.dtype)
+
+
+def eager_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float = 0.0,
+    **kwargs,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention [3.2.1]: softmax(QK^T / sqrt(d_k) + mask) V, written out."""
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = F.dropout(scores.softmax(dim=-1), p=dropout, training=module.training)
+    output = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return output, weights
+
+
+class VanillaTransformerAttention(nn.Module):
+    """Multi-head attention [3.2.2]; self-attention projects Q, K, V in one matmul, cross-attention K, V in one."""
+
+    def __init__(
+        self,
+        config: VanillaTransformerConfig,
+        num_heads: int,
+        is_causal: bool = False,
+        is_cross_attention: bool = False,
+        layer_idx: int | None = None,
+    ):
+        super().__init__()
+        self.config = config
+        self.num_heads = num_heads
+        self.head_dim = config.d_model // num_heads
+        self.scaling = self.head_dim**-0.5
+        self.dropout = config.attention_dropout
+        self.is_causal = is_causal
+        self.is_cross_attention = is_cross_attention
+        self.layer_idx = layer_idx
+        d_model = config.d_model
+        if is_cross_attention:
+            self.q_proj = nn.Linear(d_model, d_model)
+            self.kv_proj = nn.Linear(d_model, 2 * d_model)
+        else:
+            self.qkv_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def _split_heads(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
+        """(batch, length, parts * d_model) -> `parts` tensors of shape (batch, heads, length, head_dim)."""
+        batch, length, _ = projected.shape
+        return projected.view(batch, length, parts, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
+        past_key_values: EncoderDecoderCache | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if self.is_cross_attention:
+            (query,) = self._split_heads(self.q_proj(hidden_states), 1)
+            cache = past_key_values.cross_attention_cache if past_key_values is not None else None
+            if cache is not None and past_key_values.is_updated.get(self.layer_idx):
+                key, value = cache.layers[self.layer_idx].keys, cache.layers[self.layer_idx].values
+            else:
+                key, value = self._split_heads(self.kv_proj(memory), 2)
+                if cache is not None:  # memory is fixed during generation: project it once per call
+                    key, value = cache.update(key, value, self.layer_idx)
+                    past_key_values.is_updated[self.layer_idx] = True
+        else:
+            query, key, value = self._split_heads(self.qkv_proj(hidden_states), 3)
+            if past_key_values is not None:
+                key, value = past_key_values.self_attention_cache.update(key, value, self.layer_idx)
+
+        attention = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        output, weights = attention(
+            self,
+            query,
+            key,
+            value,
+            attention_mask,
+            scaling=self.scaling,
+            dropout=self.dropout if self.training else 0.0,
+            **kwargs,
+        )
+        output = output.reshape(*hidden_states.shape[:-1], -1)
+        return self.out_proj(output), weights
+
+
+class VanillaTransformerFeedForward(nn.Module):
+    """Position-wise feed-forward network [3.3]: FFN(x) = max(0, x W1 + b1) W2 + b2."""
+
+    def __init__(self, config: VanillaTransformerConfig, ffn_dim: int):
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, ffn_dim)
+        self.activation = ACT2FN[config.activation_function]
+        self.activation_dropout = config.activation_dropout
+        self.fc2 = nn.Linear(ffn_dim, config.d_model)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        hidden_states = self.activation(self.fc1(hidden_states))
+        hidden_states = F.dropout(hidden_states, p=self.activation_dropout, training=self.training)
+        return self.fc2(hidden_states)
+
+
+class VanillaTransformerResidualLayer(GradientCheckpointingLayer):
+    """A layer of residual blocks [5.3]: post-LN LayerNorm(x + Dropout(Sublayer(x))) as in the paper, or pre-LN
+    x + Dropout(Sublayer(LayerNorm(x))) with `normalize_before`."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__()
+        self.dropout = config.dropout
+        self.normalize_before = config.normalize_before
+
+    def residual(self, hidden_states: torch.Tensor, norm: nn.LayerNorm, sublayer: Callable) -> torch.Tensor:
+        if self.normalize_before:
+            return hidden_states + F.dropout(sublayer(norm(hidden_states)), p=self.dropout, training=self.training)
+        return norm(hidden_states + F.dropout(sublayer(hidden_states), p=self.dropout, training=self.training))
+
+
+class VanillaTransformerEncoderLayer(VanillaTransformerResidualLayer):
+    """Encoder layer [3.1]: self-attention, then the feed-forward network."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.self_attn = VanillaTransformerAttention(config, config.encoder_attention_heads)
+        self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.ffn = VanillaTransformerFeedForward(config, config.encoder_ffn_dim)
+        self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs):
+        def self_attention(x):
+            return self.self_attn(x, attention_mask=attention_mask, **kwargs)[0]
+
+        hidden_states = self.residual(hidden_states, self.self_attn_layer_norm, self_attention)
+        return self.residual(hidden_states, self.final_layer_norm, self.ffn)
+
+
+class VanillaTransformerDecoderLayer(VanillaTransformerResidualLayer):
+    """Decoder layer [3.1]: masked self-attention, cross-attention over the encoder output, feed-forward."""
+
+    def __init__(self, config: VanillaTransformerConfig, layer_idx: int):
+        super().__init__(config)
+        heads = config.decoder_attention_heads
+        self.self_attn = VanillaTransformerAttention(config, heads, is_causal=True, layer_idx=layer_idx)
+        self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.encoder_attn = VanillaTransformerAttention(config, heads, is_cross_attention=True, layer_idx=layer_idx)
+        self.encoder_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.ffn = VanillaTransformerFeedForward(config, config.decoder_ffn_dim)
+        self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        encoder_hidden_states: torch.Tensor,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: EncoderDecoderCache | None = None,
+        **kwargs,
+    ) -> torch.Tensor:
+        def self_attention(x):
+            return self.self_attn(x, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)[0]
+
+        def cross_attention(x):
+            return self.encoder_attn(
+                x,
+                attention_mask=encoder_attention_mask,
+                memory=encoder_hidden_states,
+                past_key_values=past_key_values,
+                **kwargs,
+            )[0]
+
+        hidden_states = self.residual(hidden_states, self.self_attn_layer_norm, self_attention)
+        hidden_states = self.residual(hidden_states, self.encoder_attn_layer_norm, cross_attention)
+        return self.residual(hidden_states, self.final_layer_norm, self.ffn)
+
+
+class VanillaTransformerPreTrainedModel(PreTrainedModel):
+    config: VanillaTransformerConfig
+    config_class = VanillaTransformerConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["VanillaTransformerEncoderLayer", "VanillaTransformerDecoderLayer"]
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _can_compile_fullgraph = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module):
+        """Xavier-uniform linear layers and N(0, d_model^-0.5) embeddings as tensor2tensor, unless `init_std`."""
+        std = self.config.init_std
+        if isinstance(module, nn.Linear):
+            if std is None:
+                init.xavier_uniform_(module.weight)
+            else:
+                init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=self.config.d_model**-0.5 if std is None else std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, nn.LayerNorm):
+            init.ones_(module.weight)
+            init.zeros_(module.bias)
+        elif isinstance(module, VanillaTransformerPositionalEncoding):
+            init.copy_(module.table, sinusoidal_encoding(torch.arange(len(module.table)), module.d_model))
+
+
+class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
+    """What the encoder and decoder share: the scaled embedding plus position encoding [3.4, 3.5], dropout, and
+    the final LayerNorm of a pre-LN stack."""
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
+        self.embed_positions = VanillaTransformerPositionalEncoding(config)
+        self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.normalize_before else None
+
+    def embed(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, offset: int = 0):
+        """Token embedding times sqrt(d_model) plus the position encodings from `offset` on, then dropout."""
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
+        if inputs_embeds is None:
+            inputs_embeds = self.embed_tokens(input_ids)
+        hidden_states = inputs_embeds * self.embed_scale + self.embed_positions(inputs_embeds.shape[1], offset)
+        return F.dropout(hidden_states, p=self.config.dropout, training=self.training)
+
+    def finish(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return hidden_states if self.layer_norm is None else self.layer_norm(hidden_states)
+
+
+class VanillaTransformerEncoder(VanillaTransformerStack):
+    """The encoder [3.1]: N identical layers over the embedded source."""
+
+    _can_record_outputs = {
+        "hidden_states": VanillaTransformerEncoderLayer,
+        "attentions": VanillaTransformerAttention,
+    }
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.layers = nn.ModuleList(VanillaTransformerEncoderLayer(config) for _ in range(config.encoder_layers))
+        self.post_init()
+
+    @capture_outputs
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        **kwargs,
+    ) -> BaseModelOutput:
+        hidden_states = self.embed(input_ids, inputs_embeds)
+        attention_mask = create_bidirectional_mask(self.config, hidden_states, attention_mask)
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, attention_mask, **kwargs)
+        return BaseModelOutput(last_hidden_state=self.finish(hidden_states))
+
+
+class VanillaTransformerDecoder(VanillaTransformerStack):
+    """The decoder [3.1]: N identical layers over the embedded, right-shifted target, attending to the memory."""
+
+    _can_record_outputs = {
+        "hidden_states": VanillaTransformerDecoderLayer,
+        "attentions": OutputRecorder(VanillaTransformerAttention, index=1, layer_name="self_attn"),
+        "cross_attentions": OutputRecorder(VanillaTransformerAttention, index=1, layer_name="encoder_attn"),
+    }
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.layers = nn.ModuleList(
+            VanillaTransformerDecoderLayer(config, layer_idx=i) for i in range(config.decoder_layers)
+        )
+        self.post_init()
+
+    @merge_with_config_defaults
+    @capture_outputs
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        encoder_hidden_states: torch.Tensor | None = None,
+        encoder_attention_mask: torch.Tensor | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPastAndCrossAttentions:
+        if encoder_hidden_states is None:
+            raise ValueError("The decoder needs `encoder_hidden_states`, the encoder output it attends to.")
+        if use_cache and past_key_values is None:
+            past_key_values = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
+        elif isinstance(past_key_values, DynamicCache):  # a bare self-attention cache: give it a cross-attention one
+            past_key_values = EncoderDecoderCache(past_key_values, DynamicCache(config=self.config))
+        offset = past_key_values.get_seq_length() if past_key_values is not None else 0
+
+        hidden_states = self.embed(input_ids, inputs_embeds, offset)
+        causal_mask = create_causal_mask(
+            config=self.config,
+            inputs_embeds=hidden_states,
+            attention_mask=attention_mask,
+            past_key_values=past_key_values.self_attention_cache if past_key_values is not None else None,
+        )
+        encoder_attention_mask = create_bidirectional_mask(
+            config=self.config,
+            inputs_embeds=hidden_states,
+            attention_mask=encoder_attention_mask,
+            encoder_hidden_states=encoder_hidden_states,
+        )
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states,
+                causal_mask,
+                encoder_hidden_states,  # positional, for gradient checkpointing
+                encoder_attention_mask=encoder_attention_mask,
+                past_key_values=past_key_values,
+                **kwargs,
+            )
+        return BaseModelOutputWithPastAndCrossAttentions(
+            last_hidden_state=self.finish(hidden_states), past_key_values=past_key_values
+        )
+
+
+def shift_tokens_right(labels: torch.Tensor, pad_token_id: int, decoder_start_token_id: int) -> torch.Tensor:
+    """Decoder inputs for teacher forcing: labels shifted one position right, starting with the start token."""
+    if decoder_start_token_id is None or pad_token_id is None:
+        raise ValueError("Set `config.decoder_start_token_id` and `config.pad_token_id` to train from labels.")
+    shifted = labels.new_full(labels.shape, decoder_start_token_id)
+    shifted[:, 1:] = labels[:, :-1]
+    return shifted.masked_fill_(shifted == -100, pad_token_id)
+
+
+class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
+    """The encoder-decoder without the output projection; returns the decoder's last hidden states."""
+
+    # One shared source/target vocabulary [3.4]: the encoder and decoder use the same embedding matrix.
+    _shared_embedding_keys = {"encoder.embed_tokens.weight": "shared.weight", "decoder.embed_tokens.weight": "shared.weight"}
+    _tied_weights_keys = _shared_embedding_keys
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.shared = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        self.encoder = VanillaTransformerEncoder(config)
+        self.decoder = VanillaTransformerDecoder(config)
+        self.post_init()
+
+    def get_expanded_tied_weights_keys(self, all_submodels: bool = False) -> dict:
+        """`tie_word_embeddings` unties only the output projection: the encoder and decoder always share `shared`."""
+        tied = super().get_expanded_tied_weights_keys(all_submodels)
+        return tied if all_submodels else {**self._shared_embedding_keys, **tied}
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.shared
+
+    def set_input_embeddings(self, embeddings: nn.Embedding):
+        self.shared = self.encoder.embed_tokens = self.decoder.embed_tokens = embeddings
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqModelOutput:
+        r"""
+        input_ids: source token ids, (batch, source_length). attention_mask: 1 for real tokens, 0 for padding.
+        decoder_input_ids: target ids shifted right, starting with `decoder_start_token_id`; with a cache, only
+            the new tokens. encoder_outputs: reuse a computed encoder output (as `generate()` does).
+        """
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs
+            )
+        elif not isinstance(encoder_outputs, BaseModelOutput):
+            encoder_outputs = BaseModelOutput(*encoder_outputs)
+        if decoder_input_ids is None and decoder_inputs_embeds is None:
+            raise ValueError(
+                "The decoder needs its inputs: pass `decoder_input_ids` (the target shifted right, starting with "
+                "`config.decoder_start_token_id`) or `labels` to VanillaTransformerForConditionalGeneration."
+            )
+        decoder_outputs = self.decoder(
+            input_ids=decoder_input_ids,
+            attention_mask=decoder_attention_mask,
+            encoder_hidden_states=encoder_outputs.last_hidden_state,
+            encoder_attention_mask=attention_mask,
+            past_key_values=past_key_values,
+            inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        return Seq2SeqModelOutput(
+            last_hidden_state=decoder_outputs.last_hidden_state,
+            past_key_values=decoder_outputs.past_key_values,
+            decoder_hidden_states=decoder_outputs.hidden_states,
+            decoder_attentions=decoder_outputs.attentions,
+            cross_attentions=decoder_outputs.cross_attentions,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+            encoder_hidden_states=encoder_outputs.hidden_states,
+            encoder_attentions=encoder_outputs.attentions,
+        )
+
+
+class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedModel, GenerationMixin):
+    """The Transformer for sequence-to-sequence tasks: logits over the shared vocabulary, loss and `generate()`."""
+
+    _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
+
+    def __init__(self, config: VanillaTransformerConfig):
+        super().__init__(config)
+        self.model = VanillaTransformerModel(config)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.post_init()
+        if self.generation_config is not None:  # the paper's decoding [6.1]; a saved generation config wins
+            self.generation_config.num_beams = 4
+            self.generation_config.length_penalty = 0.6
+            self.generation_config.early_stopping = True
+
+    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
+        """`GenerationMixin.generate` with the paper's length limit [6.1] as the default: at most source length + 50
+        new tokens, unless `max_length` or `max_new_tokens` is set in the call or the generation config."""
+        config = generation_config if generation_config is not None else self.generation_config
+        limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
+        source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
+        if all(limit is None for limit in limits) and source is not None:
+            kwargs["max_new_tokens"] = source.shape[1] + 50
+        return super().generate(inputs, generation_config=generation_config, **kwargs)
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """Used by DataCollatorForSeq2Seq so that the Trainer's label smoother gets decoder inputs."""
+        return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
+
+    @can_return_tuple
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Cache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        decoder_inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput:
+        r"""
+        labels: target ids, (batch, target_length); -100 marks positions left out of the loss. Given labels and
+            no decoder inputs, the decoder inputs are the labels shifted right.
+        """
+        num_items_in_batch = kwargs.pop("num_items_in_batch", None)
+        if labels is not None:
+            use_cache = False
+            if decoder_input_ids is None and decoder_inputs_embeds is None:
+                decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        outputs = self.model(
+            input_ids,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        logits = self.lm_head(outputs.last_hidden_state)
+        loss = None if labels is None else translation_loss(logits, labels, num_items_in_batch)
+        return Seq2SeqLMOutput(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            decoder_hidden_states=outputs.decoder_hidden_states,
+            decoder_attentions=outputs.decoder_attentions,
+            cross_attentions=outputs.cross_attentions,
+            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
+            encoder_hidden_states=outputs.encoder_hidden_states,
+            encoder_attentions=outputs.encoder_attentions,
+        )
+
+
+def translation_loss(
+    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None
+) -> torch.Tensor:
+    """Mean token cross-entropy over labels that are not -100 (0, not NaN, when there are none). Label smoothing
+    [5.4] comes from the Trainer's `label_smoothing_factor`."""
+    labels = labels.to(logits.device)
+    total = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="sum")
+    count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
+    if isinstance(count, torch.Tensor):
+        return total / count.to(total.device).clamp(min=1)
+    return total / max(count, 1)
+
+
+__all__ = [
+    "VanillaTransformerForConditionalGeneration",
+    "VanillaTransformerModel",
+    "VanillaTransformerPreTrainedModel",
+]

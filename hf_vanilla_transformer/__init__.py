@@ -8,6 +8,7 @@ saved model also loads with `trust_remote_code=True` where this package is not i
 from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .conversion import from_marian
 from .modeling_vanilla_transformer import (
     VanillaTransformerForConditionalGeneration,
     VanillaTransformerModel,
@@ -29,4 +30,5 @@ __all__ = [
     "VanillaTransformerForConditionalGeneration",
     "VanillaTransformerModel",
     "VanillaTransformerPreTrainedModel",
+    "from_marian",
 ]

@@ -1,0 +1,384 @@
+"""The model against the paper: configuration, encodings, tying, attention, residual blocks, generation, saving."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import tiny_config
+from safetensors import safe_open
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, GenerationConfig
+
+from hf_vanilla_transformer import (
+    VanillaTransformerConfig,
+    VanillaTransformerForConditionalGeneration,
+    VanillaTransformerModel,
+)
+from hf_vanilla_transformer.modeling_vanilla_transformer import sinusoidal_encoding
+
+
+def make_model(seed=0, **overrides):
+    torch.manual_seed(seed)
+    return VanillaTransformerForConditionalGeneration(tiny_config(**overrides)).eval()
+
+
+def count_parameters(config):
+    with torch.device("meta"):
+        model = VanillaTransformerForConditionalGeneration(config)
+    return sum(p.numel() for p in model.parameters())  # tied weights are counted once
+
+
+# --- configuration ---------------------------------------------------------------------------------------------
+
+
+def test_defaults_are_the_paper_base_model():
+    config = VanillaTransformerConfig()
+    assert (config.encoder_layers, config.decoder_layers) == (6, 6)
+    assert (config.d_model, config.encoder_attention_heads, config.decoder_attention_heads) == (512, 8, 8)
+    assert (config.encoder_ffn_dim, config.decoder_ffn_dim) == (2048, 2048)
+    assert config.dropout == 0.1 and config.activation_function == "relu" and config.vocab_size == 37000
+    assert config.scale_embedding and config.tie_word_embeddings and not config.normalize_before
+    assert (config.hidden_size, config.num_attention_heads, config.num_hidden_layers) == (512, 8, 6)
+
+
+def test_big_preset():
+    config = VanillaTransformerConfig.big()
+    assert (config.d_model, config.encoder_attention_heads, config.encoder_ffn_dim, config.dropout) == (
+        1024,
+        16,
+        4096,
+        0.3,
+    )
+    assert VanillaTransformerConfig.big(dropout=0.1).dropout == 0.1
+
+
+@pytest.mark.parametrize("preset, paper_millions", [("base", 65), ("big", 213)])
+def test_parameter_counts_match_table_3(preset, paper_millions):
+    count = count_parameters(getattr(VanillaTransformerConfig, preset)())
+    assert abs(count / 1e6 - paper_millions) / paper_millions < 0.04, count
+
+
+def test_auto_classes_are_registered():
+    sizes = {k: v for k, v in tiny_config().to_diff_dict().items() if k != "model_type"}
+    config = AutoConfig.for_model("vanilla_transformer", **sizes)
+    assert isinstance(config, VanillaTransformerConfig)
+    assert type(AutoModel.from_config(config)) is VanillaTransformerModel
+    assert type(AutoModelForSeq2SeqLM.from_config(config)) is VanillaTransformerForConditionalGeneration
+
+
+# --- position encodings ------------------------------------------------------------------------------------------
+
+
+def paper_encoding(position, i, d_model):
+    """Section 3.5, one entry at a time."""
+    angle = position / 10000 ** (2 * (i // 2) / d_model)
+    return math.sin(angle) if i % 2 == 0 else math.cos(angle)
+
+
+def test_sinusoidal_encoding_is_the_paper_formula():
+    d_model = 16
+    table = sinusoidal_encoding(torch.arange(50), d_model)
+    expected = torch.tensor([[paper_encoding(p, i, d_model) for i in range(d_model)] for p in range(50)])
+    torch.testing.assert_close(table, expected, atol=1e-5, rtol=0)
+
+
+def test_no_learned_position_parameters():
+    model = make_model()
+    assert not [name for name, _ in model.named_parameters() if "position" in name]
+    assert not [name for name in model.state_dict() if "position" in name]
+
+
+def test_inputs_longer_than_max_position_embeddings():
+    model = make_model(max_position_embeddings=8)
+    encoding = model.model.encoder.embed_positions(20, offset=5)
+    expected = torch.tensor([[paper_encoding(p, i, 32) for i in range(32)] for p in range(5, 25)])
+    torch.testing.assert_close(encoding, expected, atol=1e-5, rtol=0)
+    ids = torch.randint(3, 99, (1, 30))
+    out = model(input_ids=ids, decoder_input_ids=ids)
+    assert out.logits.shape == (1, 30, 99) and torch.isfinite(out.logits).all()
+
+
+def test_cached_decoding_uses_the_position_offset(batch):
+    model = make_model()
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+    full = model(batch["input_ids"], batch["attention_mask"], decoder_input_ids=decoder_input_ids).logits
+    encoder_outputs = model.get_encoder()(batch["input_ids"], batch["attention_mask"])
+    cache, steps = None, []
+    for t in range(decoder_input_ids.shape[1]):
+        out = model(
+            attention_mask=batch["attention_mask"],
+            encoder_outputs=encoder_outputs,
+            decoder_input_ids=decoder_input_ids[:, t : t + 1],
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache = out.past_key_values
+        steps.append(out.logits)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+# --- embeddings --------------------------------------------------------------------------------------------------
+
+
+def test_one_embedding_matrix_in_memory_and_on_disk(tmp_path):
+    model = make_model()
+    shared = model.model.shared.weight
+    for weight in (model.model.encoder.embed_tokens.weight, model.model.decoder.embed_tokens.weight):
+        assert weight is shared
+    assert model.lm_head.weight is shared
+    model.save_pretrained(tmp_path)
+    with safe_open(tmp_path / "model.safetensors", "pt") as f:
+        vocab_sized = [k for k in f.keys() if f.get_slice(k).get_shape() == [99, 32]]
+    assert vocab_sized == ["model.shared.weight"]
+    reloaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    assert reloaded.lm_head.weight is reloaded.model.shared.weight
+    assert reloaded.model.encoder.embed_tokens.weight is reloaded.model.shared.weight
+
+
+def test_embeddings_are_scaled_by_sqrt_d_model():
+    model = make_model(dropout=0.0)
+    ids = torch.tensor([[5, 6, 7]])
+    expected = model.model.shared(ids) * math.sqrt(32) + sinusoidal_encoding(torch.arange(3), 32)
+    torch.testing.assert_close(model.model.encoder.embed(ids, None), expected)
+
+
+def test_untied_output_projection(tmp_path):
+    model = make_model(tie_word_embeddings=False)
+    assert model.lm_head.weight is not model.model.shared.weight
+    assert model.model.encoder.embed_tokens.weight is model.model.shared.weight  # the vocabulary stays shared
+    with torch.no_grad():
+        model.lm_head.weight.mul_(2)
+    model.save_pretrained(tmp_path)
+    reloaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    torch.testing.assert_close(reloaded.lm_head.weight, model.lm_head.weight)
+    torch.testing.assert_close(reloaded.model.shared.weight, model.model.shared.weight)
+    assert reloaded.model.decoder.embed_tokens.weight is reloaded.model.shared.weight
+
+
+# --- attention and residual blocks ---------------------------------------------------------------------------------
+
+
+def test_eager_and_sdpa_agree(batch):
+    eager = make_model(attn_implementation="eager")
+    sdpa = make_model(attn_implementation="sdpa")
+    assert eager.config._attn_implementation == "eager" and sdpa.config._attn_implementation == "sdpa"
+    torch.testing.assert_close(eager(**batch).logits, sdpa(**batch).logits, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_padding_is_masked(batch, attn_implementation):
+    model = make_model(attn_implementation=attn_implementation)
+    changed = batch["input_ids"].clone()
+    changed[1, 6:] = 42  # different tokens under the padding
+    a = model(**batch).logits
+    b = model(**{**batch, "input_ids": changed}).logits
+    torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_decoder_is_causal(batch, attn_implementation):
+    model = make_model(attn_implementation=attn_implementation)
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(batch["labels"])
+    changed = decoder_input_ids.clone()
+    changed[:, 4:] = 17
+    a = model(batch["input_ids"], batch["attention_mask"], decoder_input_ids=decoder_input_ids).logits
+    b = model(batch["input_ids"], batch["attention_mask"], decoder_input_ids=changed).logits
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+@pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
+def test_all_padding_source_row_is_finite(batch, attn_implementation):
+    model = make_model(attn_implementation=attn_implementation)
+    batch["attention_mask"][1] = 0
+    out = model(**batch)
+    assert torch.isfinite(out.logits).all() and torch.isfinite(out.loss)
+
+
+def reference_attention(attn, x, memory=None, causal=False):
+    """Multi-head attention [3.2.2] from the module's weights with torch's own scaled_dot_product_attention."""
+    d, h = x.shape[-1], attn.num_heads
+    if memory is None:
+        wq, wk, wv = attn.qkv_proj.weight.split(d)
+        bq, bk, bv = attn.qkv_proj.bias.split(d)
+        memory = x
+    else:
+        wq, bq = attn.q_proj.weight, attn.q_proj.bias
+        wk, wv = attn.kv_proj.weight.split(d)
+        bk, bv = attn.kv_proj.bias.split(d)
+
+    def heads(t):
+        return t.view(t.shape[0], t.shape[1], h, d // h).transpose(1, 2)
+
+    q, k, v = heads(F.linear(x, wq, bq)), heads(F.linear(memory, wk, bk)), heads(F.linear(memory, wv, bv))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2).reshape(x.shape)
+    return attn.out_proj(out)
+
+
+@pytest.mark.parametrize("normalize_before", [False, True])
+def test_residual_blocks_follow_the_formula(normalize_before):
+    model = make_model(dropout=0.0, normalize_before=normalize_before, encoder_layers=1, decoder_layers=1)
+    enc, dec = model.model.encoder, model.model.decoder
+    src, tgt = torch.randint(3, 99, (2, 6)), torch.randint(3, 99, (2, 5))
+
+    def block(x, norm, sublayer):
+        return x + sublayer(norm(x)) if normalize_before else norm(x + sublayer(x))
+
+    layer = enc.layers[0]
+    x = enc.embed(src, None)
+    x = block(x, layer.self_attn_layer_norm, lambda t: reference_attention(layer.self_attn, t))
+    x = block(x, layer.final_layer_norm, layer.ffn)
+    memory = enc.layer_norm(x) if normalize_before else x
+    assert (enc.layer_norm is not None) == normalize_before and (dec.layer_norm is not None) == normalize_before
+
+    layer = dec.layers[0]
+    y = dec.embed(tgt, None)
+    y = block(y, layer.self_attn_layer_norm, lambda t: reference_attention(layer.self_attn, t, causal=True))
+    y = block(y, layer.encoder_attn_layer_norm, lambda t: reference_attention(layer.encoder_attn, t, memory))
+    y = block(y, layer.final_layer_norm, layer.ffn)
+    if normalize_before:
+        y = dec.layer_norm(y)
+    out = model(input_ids=src, decoder_input_ids=tgt)
+    torch.testing.assert_close(out.encoder_last_hidden_state, memory, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.logits, F.linear(y, model.model.shared.weight), atol=1e-5, rtol=1e-5)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(batch):
+    def gradients(checkpointing):
+        model = make_model(dropout=0.0).train()
+        if checkpointing:
+            model.activation_checkpointing_enable()
+        model(**batch).loss.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    plain, checkpointed = gradients(False), gradients(True)
+    for name in plain:
+        torch.testing.assert_close(plain[name], checkpointed[name], msg=name)
+
+
+def test_loss_ignores_minus_100_labels(batch):
+    model = make_model()
+    labels = batch["labels"].clone()
+    labels[0, 3:] = -100
+    out = model(batch["input_ids"], batch["attention_mask"], labels=labels)
+    logits = out.logits.flatten(0, 1)
+    torch.testing.assert_close(out.loss, F.cross_entropy(logits, labels.flatten(), ignore_index=-100))
+    labels[:] = -100
+    assert model(batch["input_ids"], batch["attention_mask"], labels=labels).loss.item() == 0.0
+
+
+# --- generation ----------------------------------------------------------------------------------------------------
+
+
+def test_default_generation_config_is_the_paper_decoding():
+    config = make_model().generation_config
+    assert config.num_beams == 4 and config.length_penalty == 0.6 and config.early_stopping is True
+
+
+def test_default_length_limit_is_source_length_plus_50(batch):
+    model = make_model()
+    model.generation_config.eos_token_id = None  # never stop early
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=1)
+    assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
+
+
+@pytest.mark.parametrize(
+    "mode", [dict(num_beams=1, do_sample=False), dict(num_beams=4), dict(num_beams=1, do_sample=True, top_k=5)]
+)
+def test_generate_is_the_same_with_and_without_cache(batch, mode):
+    model = make_model()
+    outputs = []
+    for use_cache in (True, False):
+        torch.manual_seed(1)
+        outputs.append(
+            model.generate(
+                batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=8, use_cache=use_cache, **mode
+            )
+        )
+    assert torch.equal(*outputs)
+
+
+def test_cross_attention_keys_values_are_computed_once_per_generate_call(batch):
+    model = make_model()
+    calls = []
+    for layer in model.model.decoder.layers:
+        layer.encoder_attn.kv_proj.register_forward_hook(lambda *args: calls.append(1))
+    model.eos_token_id = None
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=6, num_beams=2)
+    assert out.shape[1] > 2
+    assert len(calls) == len(model.model.decoder.layers)
+
+
+def test_generate_returns_attentions_hidden_states_and_scores(batch):
+    model = make_model(attn_implementation="eager")
+    out = model.generate(
+        batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        max_new_tokens=4,
+        min_new_tokens=4,
+        num_beams=2,
+        return_dict_in_generate=True,
+        output_attentions=True,
+        output_hidden_states=True,
+        output_scores=True,
+    )
+    assert len(out.encoder_attentions) == 2 and out.encoder_attentions[0].shape == (2, 4, 9, 9)  # before beam expansion
+    assert len(out.encoder_hidden_states) == 3
+    assert len(out.decoder_attentions) == 4 and len(out.cross_attentions) == 4
+    assert out.cross_attentions[0][0].shape[-1] == 9
+    assert len(out.decoder_hidden_states) == 4 and len(out.decoder_hidden_states[0]) == 3
+    assert len(out.scores) == 4 and out.scores[0].shape == (4, 99)
+    assert out.sequences_scores.shape == (2,)
+
+
+# --- saving and remote code -----------------------------------------------------------------------------------------
+
+
+def test_save_pretrained_writes_auto_map_and_code(tmp_path):
+    make_model().save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["auto_map"]["AutoModelForSeq2SeqLM"].endswith("VanillaTransformerForConditionalGeneration")
+    assert config["auto_map"]["AutoConfig"].endswith("VanillaTransformerConfig")
+    assert (tmp_path / "modeling_vanilla_transformer.py").exists()
+    assert (tmp_path / "configuration_vanilla_transformer.py").exists()
+    assert GenerationConfig.from_pretrained(tmp_path).num_beams == 4
+
+
+REMOTE_CODE_LOAD = """
+import sys
+sys.modules["hf_vanilla_transformer"] = None  # this environment cannot import the package
+import torch
+from transformers import AutoModelForSeq2SeqLM
+try:
+    import hf_vanilla_transformer
+    raise SystemExit("the package is importable")
+except ImportError:
+    pass
+model = AutoModelForSeq2SeqLM.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
+assert type(model).__module__.startswith("transformers_modules"), type(model).__module__
+inputs = torch.load(sys.argv[2])
+with torch.no_grad():
+    logits = model(**inputs).logits
+sequences = model.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"], max_new_tokens=8)
+torch.save({"logits": logits, "sequences": sequences}, sys.argv[3])
+"""
+
+
+def test_trust_remote_code_without_the_package(tmp_path, batch):
+    model = make_model()
+    model.save_pretrained(tmp_path / "model")
+    torch.save(batch, tmp_path / "inputs.pt")
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    subprocess.run(
+        [sys.executable, "-c", REMOTE_CODE_LOAD, tmp_path / "model", tmp_path / "inputs.pt", tmp_path / "out.pt"],
+        check=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    remote = torch.load(tmp_path / "out.pt")
+    torch.testing.assert_close(remote["logits"], model(**batch).logits)
+    expected = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=8)
+    assert torch.equal(remote["sequences"], expected)

@@ -53,7 +53,7 @@ def _converted_state_dict(marian: MarianMTModel, config: VanillaTransformerConfi
         tensors = [source[f"{prefix}.{part}_proj.{suffix}"] for part in parts]
         return torch.cat([t[:, perm] if suffix == "weight" else t for t in tensors])
 
-    state = {"model.shared.weight": reads("model.shared.weight")}
+    state = {"model.shared.weight": reads("model.encoder.embed_tokens.weight")}
     if not config.tie_word_embeddings:
         state["lm_head.weight"] = reads("lm_head.weight")
     for stack, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
@@ -93,6 +93,12 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
         raise ValueError(
             "This Marian model has a non-zero final_logits_bias; the paper's pre-softmax projection has no bias, "
             "so the converted model could not compute the same function."
+        )
+    encoder_embedding, decoder_embedding = marian.model.encoder.embed_tokens, marian.model.decoder.embed_tokens
+    if not torch.equal(encoder_embedding.weight, decoder_embedding.weight):
+        raise ValueError(
+            "This Marian model's encoder and decoder embeddings differ; the paper's model shares one embedding "
+            "matrix between them, so it cannot be converted."
         )
     config = _config_from_marian(marian.config)
     model = VanillaTransformerForConditionalGeneration(config).to(marian.dtype)

@@ -94,13 +94,13 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
             "This Marian model has a non-zero final_logits_bias; the paper's pre-softmax projection has no bias, "
             "so the converted model could not compute the same function."
         )
+    config = _config_from_marian(marian.config)
     encoder_embedding, decoder_embedding = marian.model.encoder.embed_tokens, marian.model.decoder.embed_tokens
     if not torch.equal(encoder_embedding.weight, decoder_embedding.weight):
         raise ValueError(
             "This Marian model's encoder and decoder embeddings differ; the paper's model shares one embedding "
             "matrix between them, so it cannot be converted."
         )
-    config = _config_from_marian(marian.config)
     model = VanillaTransformerForConditionalGeneration(config).to(marian.dtype)
     missing, unexpected = model.load_state_dict(_converted_state_dict(marian, config), strict=False)
     tied = {"model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"}

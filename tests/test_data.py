@@ -1,0 +1,229 @@
+"""Tests for hf_vanilla_transformer.data: parallel text robustness, data sources, number words, tokenization."""
+
+import gzip
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from num2words import num2words
+
+from hf_vanilla_transformer.data import (
+    TranslationDataArguments,
+    load_parallel_text,
+    load_translation_datasets,
+    number_words_corpus,
+    resolve_parallel_files,
+    tokenize_translation_datasets,
+)
+from hf_vanilla_transformer.tokenization import train_bpe_tokenizer, translation_texts
+
+MULTI30K = Path(__file__).resolve().parents[2] / "shared/data/multi30k"
+GERMAN = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Die Straße ist groß."]
+ENGLISH = ["A man rides a bike.", "Two dogs play in the snow.", "The street is big."]
+
+
+def write_lines(path: Path, lines: list[str], *, encoding: str = "utf-8", newline: str = "\n") -> Path:
+    """Write lines to a plain or (by suffix) gzip file."""
+    data = "".join(line + newline for line in lines).encode(encoding)
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+    return path
+
+
+def pairs(dataset, source_lang="de", target_lang="en"):
+    """The (source, target) tuples of a dataset's translation column."""
+    return [(row[source_lang], row[target_lang]) for row in dataset["translation"]]
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_load_parallel_text_reads_aligned_pairs(tmp_path, suffix):
+    source = write_lines(tmp_path / f"train.de{suffix}", GERMAN)
+    target = write_lines(tmp_path / f"train.en{suffix}", ENGLISH)
+    dataset, report = load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert pairs(dataset) == list(zip(GERMAN, ENGLISH))
+    assert dataset.column_names == ["translation"]
+    assert (report.num_lines, report.num_kept, report.num_skipped) == (3, 3, 0)
+
+
+def test_crlf_bom_and_surrounding_spaces_are_not_part_of_sentences(tmp_path):
+    source = write_lines(tmp_path / "a.de", ["\ufeff" + GERMAN[0], "  " + GERMAN[1] + " "], newline="\r\n")
+    target = write_lines(tmp_path / "a.en", ENGLISH[:2])
+    dataset, _ = load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert pairs(dataset) == list(zip(GERMAN[:2], ENGLISH[:2]))
+
+
+@pytest.mark.parametrize("source_count, target_count", [(3, 2), (2, 3)])
+def test_mismatched_line_counts_name_both_files_and_counts(tmp_path, source_count, target_count):
+    source = write_lines(tmp_path / "x.de", GERMAN[:source_count])
+    target = write_lines(tmp_path / "x.en.gz", ENGLISH[:target_count])
+    with pytest.raises(ValueError) as error:
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
+    message = str(error.value)
+    assert f"{source} has {source_count} lines" in message
+    assert f"{target} has {target_count}" in message
+
+
+def test_line_separator_inside_a_sentence_does_not_split_it(tmp_path):
+    source = write_lines(tmp_path / "x.de", ["eins\u2028zwei\rdrei", "vier"])
+    target = write_lines(tmp_path / "x.en", ["one two three", "four"])
+    dataset, _ = load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert pairs(dataset)[1] == ("vier", "four")
+
+
+def test_undecodable_bytes_name_file_line_and_fix(tmp_path):
+    source = write_lines(tmp_path / "latin.de", GERMAN, encoding="latin-1")  # "fährt" on line 1 is not UTF-8
+    target = write_lines(tmp_path / "latin.en", ENGLISH)
+    with pytest.raises(ValueError) as error:
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
+    message = str(error.value)
+    assert str(source) in message and "line 1 " in message and "re-encode" in message.lower()
+
+
+def test_undecodable_line_number_is_one_based_in_gzip(tmp_path):
+    lines = ENGLISH[:2] + ["caf\xe9"]
+    source = write_lines(tmp_path / "x.de", GERMAN)
+    target = tmp_path / "x.en.gz"
+    target.write_bytes(gzip.compress("\n".join(lines[:2]).encode() + b"\ncaf\xe9\n"))
+    with pytest.raises(ValueError, match=r"x\.en\.gz: line 3 is not valid UTF-8"):
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
+
+
+def test_empty_lines_are_skipped_counted_and_logged_keeping_alignment(tmp_path, caplog):
+    german = ["eins", "", "drei", "vier", "  ", "sechs"]
+    english = ["one", "two", "three", "", "", "six"]
+    source = write_lines(tmp_path / "e.de", german)
+    target = write_lines(tmp_path / "e.en", english)
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        dataset, report = load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert pairs(dataset) == [("eins", "one"), ("drei", "three"), ("sechs", "six")]
+    assert report.empty_source_lines == [2, 5]
+    assert report.empty_target_lines == [4, 5]
+    assert (report.num_lines, report.num_kept, report.num_skipped) == (6, 3, 3)
+    assert any(str(source) in message and "lines 2, 5" in message for message in caplog.messages)
+    assert any(str(target) in message and "lines 4, 5" in message for message in caplog.messages)
+
+
+def test_max_length_chars_skips_long_pairs(tmp_path):
+    source = write_lines(tmp_path / "l.de", ["kurz", "ein sehr langer Satz", "auch kurz"])
+    target = write_lines(tmp_path / "l.en", ["short", "a long sentence", "long on this side only"])
+    dataset, report = load_parallel_text(source, target, source_lang="de", target_lang="en", max_length_chars=10)
+    assert pairs(dataset) == [("kurz", "short")]
+    assert report.too_long_lines == [2, 3]
+
+
+def test_resolve_parallel_files_prefers_plain_then_gz_and_explains_missing(tmp_path):
+    write_lines(tmp_path / "train.de.gz", GERMAN)
+    write_lines(tmp_path / "train.en", ENGLISH)
+    assert resolve_parallel_files(tmp_path / "train", "de", "en") == (tmp_path / "train.de.gz", tmp_path / "train.en")
+    with pytest.raises(FileNotFoundError, match=r"train\.fr\.gz"):
+        resolve_parallel_files(tmp_path / "train", "de", "fr")
+
+
+def test_load_translation_datasets_from_prefixes(tmp_path):
+    for split in ("train", "val"):
+        write_lines(tmp_path / f"{split}.de.gz", GERMAN)
+        write_lines(tmp_path / f"{split}.en.gz", ENGLISH)
+    args = TranslationDataArguments(
+        source_lang="de", target_lang="en", train_prefix=str(tmp_path / "train"),
+        validation_prefix=str(tmp_path / "val"),
+    )
+    datasets = load_translation_datasets(args)
+    assert list(datasets) == ["train", "validation"]
+    assert pairs(datasets["validation"]) == list(zip(GERMAN, ENGLISH))
+
+
+def test_load_translation_datasets_from_json_lines(tmp_path):
+    rows = [{"translation": {"en": en, "de": de}} for de, en in zip(GERMAN, ENGLISH)]
+    for split in ("train", "test"):
+        (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    args = TranslationDataArguments(
+        source_lang="en",
+        target_lang="de",
+        train_file=str(tmp_path / "train.jsonl"),
+        test_file=str(tmp_path / "test.jsonl"),
+        cache_dir=str(tmp_path / "cache"),
+    )
+    datasets = load_translation_datasets(args)
+    assert list(datasets) == ["train", "test"]
+    assert pairs(datasets["test"], "en", "de") == list(zip(ENGLISH, GERMAN))
+    args.source_lang = "fr"
+    with pytest.raises(ValueError, match="translation"):
+        load_translation_datasets(args)
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [{}, {"dataset_name": "wmt/wmt14", "train_prefix": "data/train"}, {"train_file": "a.json", "builtin_dataset": "x"}],
+)
+def test_load_translation_datasets_wants_exactly_one_source(sources):
+    with pytest.raises(ValueError, match="exactly one data source"):
+        load_translation_datasets(TranslationDataArguments(source_lang="de", target_lang="en", **sources))
+
+
+def test_load_translation_datasets_rejects_plain_text_as_train_file():
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file="train.de")
+    with pytest.raises(ValueError, match="--\\*_prefix"):
+        load_translation_datasets(args)
+
+
+def test_builtin_number_words_through_arguments():
+    args = TranslationDataArguments(
+        source_lang="de", target_lang="en", builtin_dataset="number_words", number_words_train_size=20,
+        number_words_eval_size=5,
+    )
+    datasets = load_translation_datasets(args)
+    assert {split: len(dataset) for split, dataset in datasets.items()} == {"train": 20, "validation": 5, "test": 5}
+    args.source_lang, args.target_lang = "en", "de"
+    with pytest.raises(ValueError, match="--source_lang de"):
+        load_translation_datasets(args)
+
+
+def test_num2words_gives_the_documented_words():
+    assert num2words(342, lang="de") == "dreihundertzweiundvierzig"
+    assert num2words(342, lang="en") == "three hundred and forty-two"
+
+
+def test_number_words_corpus_is_deterministic_disjoint_and_correct():
+    corpus = number_words_corpus(200, 50, 40, max_number=1000, seed=3)
+    assert {split: len(dataset) for split, dataset in corpus.items()} == {"train": 200, "validation": 50, "test": 40}
+    assert pairs(corpus["train"]) == pairs(number_words_corpus(200, 50, 40, max_number=1000, seed=3)["train"])
+    assert pairs(corpus["train"]) != pairs(number_words_corpus(200, 50, 40, max_number=1000, seed=4)["train"])
+    by_german = {num2words(n, lang="de"): num2words(n, lang="en") for n in range(1000)}
+    seen = [set(pairs(corpus[split])) for split in ("train", "validation", "test")]
+    assert all(by_german[de] == en for split in seen for de, en in split)
+    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
+    smaller_train = number_words_corpus(100, 50, 40, max_number=1000, seed=3)
+    assert pairs(smaller_train["test"]) == pairs(corpus["test"])
+    with pytest.raises(ValueError, match="max_number"):
+        number_words_corpus(900, 100, 100, max_number=1000)
+
+
+def test_tokenize_translation_datasets_makes_labels_and_counts_truncation(caplog):
+    corpus = number_words_corpus(60, 10, 10, max_number=2000)
+    tokenizer = train_bpe_tokenizer(translation_texts(corpus["train"], "de", "en"), vocab_size=300)
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        tokenized = tokenize_translation_datasets(
+            corpus, tokenizer, source_lang="de", target_lang="en", max_source_length=4, max_target_length=64
+        )
+    train = tokenized["train"]
+    assert train.column_names == ["input_ids", "attention_mask", "labels"]
+    assert all(len(ids) <= 4 and ids[-1] == tokenizer.eos_token_id for ids in train["input_ids"])
+    first = corpus["train"][0]["translation"]
+    assert tokenizer.decode(train[0]["labels"], skip_special_tokens=True) == first["en"]
+    long_sources = sum(len(tokenizer(pair["de"])["input_ids"]) > 4 for pair in corpus["train"]["translation"])
+    assert long_sources > 0
+    assert any(f"Truncated {long_sources} of 60 train sources" in message for message in caplog.messages)
+    assert not any("targets" in message for message in caplog.messages)
+
+
+def test_multi30k_prefixes_load_aligned():
+    if not (MULTI30K / "train.de.gz").exists():
+        pytest.skip(f"Multi30k not found at {MULTI30K}")
+    args = TranslationDataArguments(
+        source_lang="de", target_lang="en", train_prefix=str(MULTI30K / "train"),
+        validation_prefix=str(MULTI30K / "val"),
+    )
+    datasets = load_translation_datasets(args)
+    assert len(datasets["train"]) == 29000 and len(datasets["validation"]) == 1014
+    first = datasets["train"][0]["translation"]
+    assert first["en"].startswith("Two young") and first["de"].startswith("Zwei junge")

@@ -1,0 +1,76 @@
+"""One BPE vocabulary shared by source and target, as the paper's shared source-target vocabulary [5.1].
+
+Byte-level BPE (GPT-2's pre-tokenizer, no prefix space): every string encodes without `<unk>` and decodes back
+to itself, spaces, umlauts and all. The post-processor appends `</s>` to every sequence, source and target; the
+model starts decoding from `<s>` (`decoder_start_token_id`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
+
+PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<s>", "</s>", "<unk>"
+SPECIAL_TOKENS = [PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]  # ids 0, 1, 2, 3 in this order
+
+
+def train_bpe_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int,
+    *,
+    min_frequency: int = 2,
+    model_max_length: int | None = None,
+) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE tokenizer on `texts` (source and target sentences together) and wrap it for transformers.
+
+    Special tokens get ids pad=0, bos=1, eos=2, unk=3. The result is `save_pretrained`-able and reloads with
+    `AutoTokenizer.from_pretrained`.
+    """
+    backend = Tokenizer(models.BPE(unk_token=UNK_TOKEN))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    backend.train_from_iterator(texts, trainer=trainer)
+    eos_id = backend.token_to_id(EOS_TOKEN)
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"$A {EOS_TOKEN}", pair=f"$A {EOS_TOKEN} $B {EOS_TOKEN}", special_tokens=[(EOS_TOKEN, eos_id)]
+    )
+    optional = {} if model_max_length is None else {"model_max_length": model_max_length}
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=PAD_TOKEN,
+        bos_token=BOS_TOKEN,
+        eos_token=EOS_TOKEN,
+        unk_token=UNK_TOKEN,
+        **optional,
+    )
+
+
+def translation_texts(dataset, source_lang: str, target_lang: str, batch_size: int = 1000) -> Iterator[str]:
+    """Yield the source and target sentence of each row of a Dataset with a `translation` column (pass train only)."""
+    for batch in dataset.iter(batch_size=batch_size):
+        for pair in batch["translation"]:
+            yield pair[source_lang]
+            yield pair[target_lang]
+
+
+def special_token_ids(tokenizer) -> dict[str, int]:
+    """The ids a model config needs: pad, bos, eos, and decoder_start (= bos `<s>`)."""
+    ids = {
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "decoder_start_token_id": tokenizer.bos_token_id,
+    }
+    missing = [name for name, value in ids.items() if value is None]
+    if missing:
+        raise ValueError(f"The tokenizer has no {missing}; set pad_token, bos_token and eos_token on it.")
+    return ids

@@ -1,0 +1,40 @@
+"""`evaluate` metric: corpus BLEU and chrF through sacrebleu; `evaluate.load(<path of this file>)` works offline."""
+
+import datasets
+import evaluate
+
+from hf_vanilla_transformer.metrics import compute_translation_metrics
+
+_DESCRIPTION = "Corpus BLEU and chrF (sacrebleu defaults) of detokenized translations against references."
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: list of translations, one string each.
+    references: one reference string per prediction, or a list of reference strings per prediction.
+Returns:
+    bleu: corpus BLEU (0-100). chrf: corpus chrF (0-100).
+"""
+_CITATION = """@inproceedings{post-2018-call, title={A Call for Clarity in Reporting {BLEU} Scores},
+author={Post, Matt}, booktitle={Proceedings of the Third Conference on Machine Translation}, year={2018}}"""
+
+
+class BleuChrf(evaluate.Metric):
+    """BLEU and chrF of `hf_vanilla_transformer.metrics.compute_translation_metrics` as an `evaluate` metric."""
+
+    def _info(self) -> evaluate.MetricInfo:
+        """Describe inputs: string predictions with one or several string references each."""
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=[
+                datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
+                ),
+                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+            ],
+            reference_urls=["https://github.com/mjpost/sacrebleu"],
+        )
+
+    def _compute(self, predictions, references) -> dict:
+        """Corpus BLEU and chrF."""
+        return compute_translation_metrics(predictions, references)

@@ -1,0 +1,65 @@
+"""Translation metrics: corpus BLEU and chrF from sacrebleu, for `Seq2SeqTrainer` and `evaluate`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import sacrebleu
+
+BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_chrf.py")
+"""The `evaluate` metric module shipped in the package: `evaluate.load(BLEU_CHRF_METRIC_PATH)` works offline."""
+
+
+def compute_translation_metrics(
+    predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]
+) -> dict[str, float]:
+    """Corpus BLEU and chrF (sacrebleu defaults, 13a tokenization) of detokenized predictions against references.
+
+    `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
+    reference_streams = _reference_streams(references)
+    return {
+        "bleu": sacrebleu.corpus_bleu(predictions, reference_streams).score,
+        "chrf": sacrebleu.corpus_chrf(predictions, reference_streams).score,
+    }
+
+
+def _reference_streams(references: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
+    """Transpose per-prediction references into sacrebleu's list of reference streams."""
+    per_prediction = [[reference] if isinstance(reference, str) else list(reference) for reference in references]
+    counts = {len(item) for item in per_prediction}
+    if len(counts) > 1:
+        raise ValueError(f"Every prediction needs the same number of references; got counts {sorted(counts)}.")
+    return [list(stream) for stream in zip(*per_prediction)]
+
+
+def make_compute_metrics(tokenizer) -> Callable[[object], dict[str, float]]:
+    """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len."""
+
+    def compute_metrics(eval_prediction) -> dict[str, float]:
+        predictions = _token_ids(eval_prediction.predictions, tokenizer.pad_token_id)
+        labels = _token_ids(eval_prediction.label_ids, tokenizer.pad_token_id)
+        decoded_predictions = [text.strip() for text in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
+        decoded_labels = [text.strip() for text in tokenizer.batch_decode(labels, skip_special_tokens=True)]
+        metrics = compute_translation_metrics(decoded_predictions, decoded_labels)
+        metrics["gen_len"] = float(np.mean(np.count_nonzero(predictions != tokenizer.pad_token_id, axis=-1)))
+        return metrics
+
+    return compute_metrics
+
+
+def _token_ids(array, pad_token_id: int) -> np.ndarray:
+    """Generated ids or labels as a 2-D integer array, -100 (the Trainer's padding and ignore index) made pad."""
+    if isinstance(array, tuple):
+        array = array[0]
+    array = np.asarray(array)
+    if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(
+            f"compute_metrics expects generated token ids (a 2-D integer array), got shape {array.shape} of "
+            f"{array.dtype}: set `predict_with_generate=True` in Seq2SeqTrainingArguments."
+        )
+    return np.where(array == -100, pad_token_id, array)

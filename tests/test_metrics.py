@@ -1,0 +1,96 @@
+"""Tests for hf_vanilla_transformer.metrics: sacrebleu BLEU/chrF, Seq2SeqTrainer compute_metrics, offline evaluate."""
+
+import socket
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sacrebleu
+from transformers import EvalPrediction
+
+import hf_vanilla_transformer
+from hf_vanilla_transformer.metrics import BLEU_CHRF_METRIC_PATH, compute_translation_metrics, make_compute_metrics
+from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+HYPOTHESES = ["the cat sat on the mat", "a dog runs in the park", "two birds sing"]
+REFERENCES = ["the cat sat on the mat", "a dog is running in the park", "two small birds are singing"]
+
+
+def test_compute_translation_metrics_matches_sacrebleu():
+    metrics = compute_translation_metrics(HYPOTHESES, REFERENCES)
+    assert metrics["bleu"] == pytest.approx(sacrebleu.corpus_bleu(HYPOTHESES, [REFERENCES]).score)
+    assert metrics["chrf"] == pytest.approx(sacrebleu.corpus_chrf(HYPOTHESES, [REFERENCES]).score)
+    assert 0 < metrics["bleu"] < 100 and 0 < metrics["chrf"] < 100
+    assert compute_translation_metrics(REFERENCES, REFERENCES) == pytest.approx({"bleu": 100.0, "chrf": 100.0})
+
+
+def test_multiple_references_per_prediction():
+    references = [[reference, hypothesis] for reference, hypothesis in zip(REFERENCES, HYPOTHESES)]
+    assert compute_translation_metrics(HYPOTHESES, references)["bleu"] == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="same number of references"):
+        compute_translation_metrics(HYPOTHESES[:2], [["a"], ["b", "c"]])
+
+
+def test_predictions_and_references_must_pair_up():
+    with pytest.raises(ValueError, match="3 predictions but 2 references"):
+        compute_translation_metrics(HYPOTHESES, REFERENCES[:2])
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_bpe_tokenizer(HYPOTHESES + REFERENCES, vocab_size=300, min_frequency=1)
+
+
+def padded(rows: list[list[int]], value: int) -> np.ndarray:
+    """Right-pad integer rows to one length."""
+    width = max(map(len, rows))
+    return np.array([row + [value] * (width - len(row)) for row in rows])
+
+
+def test_make_compute_metrics_decodes_generated_ids_and_labels(tokenizer):
+    start = [tokenizer.bos_token_id]  # generate() output begins with decoder_start_token_id
+    generated = [start + ids for ids in tokenizer(HYPOTHESES)["input_ids"]]
+    labels = tokenizer(text_target=REFERENCES)["input_ids"]
+    generated_padded = padded(generated, tokenizer.pad_token_id)
+    generated_padded = np.concatenate([generated_padded, np.full((3, 2), -100)], axis=1)  # gathered batches
+    prediction = EvalPrediction(predictions=generated_padded, label_ids=padded(labels, -100))
+    metrics = make_compute_metrics(tokenizer)(prediction)
+    assert metrics["bleu"] == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES)["bleu"])
+    assert metrics["chrf"] == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES)["chrf"])
+    assert metrics["gen_len"] == pytest.approx(np.mean([len(ids) for ids in generated]))
+
+
+def test_make_compute_metrics_asks_for_predict_with_generate_on_logits(tokenizer):
+    logits = np.zeros((3, 5, len(tokenizer)), dtype=np.float32)
+    with pytest.raises(ValueError, match="predict_with_generate=True"):
+        make_compute_metrics(tokenizer)(EvalPrediction(predictions=(logits,), label_ids=np.zeros((3, 5), int)))
+
+
+def refuse_network(*args, **kwargs):
+    """Stand-in for socket.connect: any network access fails the test."""
+    raise AssertionError("evaluate.load tried to use the network")
+
+
+def test_evaluate_load_works_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    import evaluate  # slow to import (pipelines); only this test needs it
+
+    monkeypatch.setattr(evaluate.config, "HF_EVALUATE_OFFLINE", True)
+    monkeypatch.setattr(evaluate.config, "HF_MODULES_CACHE", tmp_path / "modules")
+    monkeypatch.setattr(socket.socket, "connect", refuse_network)
+    metric = evaluate.load(BLEU_CHRF_METRIC_PATH, cache_dir=str(tmp_path / "cache"))
+    scores = metric.compute(predictions=HYPOTHESES, references=REFERENCES)
+    assert scores == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES))
+    multi = metric.compute(predictions=HYPOTHESES, references=[[r, h] for r, h in zip(REFERENCES, HYPOTHESES)])
+    assert multi["bleu"] == pytest.approx(100.0)
+
+
+def test_metric_module_is_package_data():
+    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    relative = Path(BLEU_CHRF_METRIC_PATH).relative_to(Path(hf_vanilla_transformer.__path__[0])).as_posix()
+    assert Path(BLEU_CHRF_METRIC_PATH).is_file()
+    assert any(fnmatch(relative, pattern) for pattern in package_data["hf_vanilla_transformer"])

@@ -1,0 +1,98 @@
+"""`Seq2SeqTrainer` that batches training examples by token count (`TokenBatchSampler`), DDP included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+
+import datasets
+from torch.utils.data import DataLoader
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
+from transformers.trainer_utils import seed_worker
+
+from .batching import TokenBatchSampler
+
+
+@dataclass
+class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
+    """`Seq2SeqTrainingArguments` plus `--max_tokens_per_batch` (per device; the paper used ~25k over 8 GPUs)."""
+
+    max_tokens_per_batch: int | None = field(
+        default=None,
+        metadata={
+            "help": "Batch training examples by padded token count (source and target each at most this many per "
+            "device and step) instead of per_device_train_batch_size. The paper's ~25000 is for the whole step: "
+            "divide by world size x gradient_accumulation_steps."
+        },
+    )
+
+
+class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
+    """Seq2SeqTrainer whose training batches hold at most `max_tokens_per_batch` padded tokens per side.
+
+    `max_tokens_per_batch` comes from the constructor, else from `args.max_tokens_per_batch`; when it is None this
+    is a plain Seq2SeqTrainer. `per_device_train_batch_size` is then ignored for training. The training dataset must
+    be a tokenized `datasets.Dataset` with `input_ids` and `labels`.
+    """
+
+    def __init__(self, *args, max_tokens_per_batch: int | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_tokens_per_batch = max_tokens_per_batch or getattr(self.args, "max_tokens_per_batch", None)
+        self._token_batch_sampler: TokenBatchSampler | None = None
+        if self.max_tokens_per_batch:
+            self.add_callback(_EpochToSamplerCallback(self))
+
+    def get_train_dataloader(self) -> DataLoader:
+        """A DataLoader over token-count batches, prepared by accelerate without re-sharding the batches."""
+        if not self.max_tokens_per_batch:
+            return super().get_train_dataloader()
+        if not isinstance(self.train_dataset, datasets.Dataset):
+            raise TypeError("max_tokens_per_batch needs train_dataset to be a tokenized datasets.Dataset.")
+        sampler = TokenBatchSampler.from_dataset(
+            self.train_dataset,
+            self.max_tokens_per_batch,
+            seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
+            num_replicas=max(1, self.args.world_size),
+            rank=self.args.process_index,
+        )
+        self._token_batch_sampler = sampler
+        loader = DataLoader(
+            self._remove_unused_columns(self.train_dataset, description="Training"),
+            batch_sampler=sampler,
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+            persistent_workers=self.args.dataloader_persistent_workers,
+            prefetch_factor=self.args.dataloader_prefetch_factor,
+            multiprocessing_context=self.args.dataloader_multiprocessing_context,
+            in_order=self.args.dataloader_in_order,
+            worker_init_fn=partial(
+                seed_worker, num_workers=self.args.dataloader_num_workers, rank=self.args.process_index
+            ),
+        )
+        return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
+
+
+def keep_rank_aware_batches(prepared: DataLoader, sampler: TokenBatchSampler) -> DataLoader:
+    """Undo accelerate's re-sharding of an already rank-aware batch sampler (as Trainer does for BatchRebalanceSampler).
+
+    Under several processes `accelerator.prepare` wraps the batch sampler in a `BatchSamplerShard` that would hand
+    each rank every world_size-th of *its own* batches; made a pass-through, each rank keeps its whole share.
+    """
+    shard = getattr(prepared, "batch_sampler", None)
+    if shard is not sampler and getattr(shard, "batch_sampler", None) is sampler:
+        shard.num_processes = 1
+        shard.process_index = 0
+    return prepared
+
+
+class _EpochToSamplerCallback(TrainerCallback):
+    """Set the sampler's epoch at each epoch start, also when a resumed run wraps the loader to skip batches."""
+
+    def __init__(self, trainer: TokenBatchingSeq2SeqTrainer) -> None:
+        self.trainer = trainer
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        """Epoch e starts at state.epoch == e (or e + fraction when resuming mid-epoch)."""
+        if self.trainer._token_batch_sampler is not None:
+            self.trainer._token_batch_sampler.set_epoch(int(state.epoch or 0))

@@ -1,0 +1,330 @@
+"""The main job: train, evaluate and translate with Seq2SeqTrainer and the paper's recipe (section 5).
+
+`scripts/train_translation.py` is a thin wrapper over `main()`. Arguments are parsed by HfArgumentParser over
+`ModelArguments`, `DataArguments` and the Trainer's own `Seq2SeqTrainingArguments` (plus `--max_tokens_per_batch`),
+in the style of transformers' translation example. The paper's recipe is the default; every part of it is a
+usual Trainer flag, and a flag given on the command line wins.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+import transformers
+from transformers import (
+    AutoConfig,
+    AutoModelForSeq2SeqLM,
+    AutoTokenizer,
+    DataCollatorForSeq2Seq,
+    HfArgumentParser,
+    set_seed,
+)
+from transformers.trainer_utils import get_last_checkpoint
+
+from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
+from .metrics import make_compute_metrics
+from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
+from .tokenization import special_token_ids, train_bpe_tokenizer, translation_texts
+from .trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+from .training_curves import plot_training_curves
+
+logger = logging.getLogger(__name__)
+
+# Section 5.3 and 5.4: Adam(0.9, 0.98, 1e-9), lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) with 4000
+# warmup steps (transformers' "inverse_sqrt" schedule with the peak lr d_model^-0.5 * warmup^-0.5), label smoothing
+# 0.1; beam search with beam 4 for evaluation (section 6.1).
+PAPER_RECIPE = {
+    "adam_beta1": "0.9",
+    "adam_beta2": "0.98",
+    "adam_epsilon": "1e-9",
+    "lr_scheduler_type": "inverse_sqrt",
+    "warmup_steps": "4000",
+    "label_smoothing_factor": "0.1",
+    "predict_with_generate": "true",
+    "generation_num_beams": "4",
+    "eval_strategy": "epoch",
+    "save_strategy": "epoch",
+    "save_total_limit": "5",
+    "logging_steps": "50",
+    "report_to": "none",
+}
+
+# The built-in number-words corpus is tiny next to WMT: a small model learns it in minutes on a laptop CPU, and
+# with ~20k sentence pairs of batch 64 a 4000-step warmup would be most of the run, so warmup is shorter.
+BUILTIN_RUN = {
+    "builtin_dataset": "number_words",
+    "source_lang": "de",
+    "target_lang": "en",
+    "num_train_epochs": "12",
+    "per_device_train_batch_size": "64",
+    "per_device_eval_batch_size": "128",
+    "warmup_steps": "400",
+}
+TINY_MODEL = dict(
+    d_model=128, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
+    encoder_ffn_dim=512, decoder_ffn_dim=512,
+)
+
+
+@dataclass
+class ModelArguments:
+    """Which model to train: a fresh one (a preset plus size flags, or `--config_name`) or an existing one."""
+
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "Fine-tune this model (a directory or Hub id) instead of training a new one."}
+    )
+    config_name: str | None = field(default=None, metadata={"help": "Config (directory, file or Hub id) of a new model."})
+    tokenizer_name: str | None = field(
+        default=None, metadata={"help": "Reuse this tokenizer instead of training a BPE tokenizer on the data."}
+    )
+    preset: str | None = field(
+        default=None,
+        metadata={"help": "'base' or 'big' (Table 3), or 'tiny' (d_model 128, 3+3 layers). Default: base, or tiny "
+                  "for the built-in corpus."},
+    )
+    d_model: int | None = field(default=None, metadata={"help": "Override the preset's d_model."})
+    layers: int | None = field(default=None, metadata={"help": "Override the number of encoder and decoder layers."})
+    attention_heads: int | None = field(default=None, metadata={"help": "Override the number of heads."})
+    ffn_dim: int | None = field(default=None, metadata={"help": "Override d_ff."})
+    dropout: float | None = field(default=None, metadata={"help": "Override the residual dropout P_drop."})
+    normalize_before: bool = field(default=False, metadata={"help": "Pre-LN instead of the paper's post-LN."})
+    attn_implementation: str = field(default="sdpa", metadata={"help": "'eager' or 'sdpa' (or flash/flex on GPUs)."})
+    vocab_size: int = field(default=8000, metadata={"help": "Size of the shared BPE vocabulary trained on the data."})
+
+
+@dataclass
+class DataArguments(TranslationDataArguments):
+    """Data sources (see TranslationDataArguments) plus lengths, sample limits and printing."""
+
+    max_source_length: int = field(default=256, metadata={"help": "Truncate sources to this many tokens."})
+    max_target_length: int = field(default=256, metadata={"help": "Truncate targets to this many tokens."})
+    max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training pairs."})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N validation pairs."})
+    max_predict_samples: int | None = field(default=None, metadata={"help": "Use only the first N test pairs."})
+    num_samples_to_print: int = field(default=5, metadata={"help": "Sample translations printed at the end."})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenization."})
+
+
+def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments]:
+    """Parse `argv` with the paper's recipe (and, for the built-in corpus, the small run) as defaults."""
+    given = {arg.split("=")[0].lstrip("-") for arg in argv if arg.startswith("--")}
+    defaults = dict(PAPER_RECIPE)
+    if not given & DATA_SOURCE_FLAGS:
+        defaults.update(BUILTIN_RUN)
+    default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
+    parser = HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments))
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(os.path.abspath(argv[0]))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=default_argv + argv)
+    if "learning_rate" not in given:
+        d_model = new_model_d_model(model_args, data_args)
+        training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
+    return model_args, data_args, training_args
+
+
+DATA_SOURCE_FLAGS = {
+    "dataset_name", "train_file", "validation_file", "test_file", "train_prefix", "validation_prefix",
+    "test_prefix", "builtin_dataset",
+}
+
+
+def new_model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
+    """d_model of the model to train, for the paper's peak learning rate d_model^-0.5 * warmup^-0.5."""
+    if model_args.model_name_or_path or model_args.config_name:
+        return AutoConfig.from_pretrained(model_args.model_name_or_path or model_args.config_name).d_model
+    return model_args.d_model or model_sizes(model_args, data_args).get("d_model", VanillaTransformerConfig().d_model)
+
+
+def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
+    """The preset's sizes ('base' unless the built-in corpus, then 'tiny')."""
+    preset = model_args.preset or ("tiny" if data_args.builtin_dataset else "base")
+    presets = {"base": {}, "big": VanillaTransformerConfig.big().to_diff_dict(), "tiny": TINY_MODEL}
+    if preset not in presets:
+        raise ValueError(f"--preset must be one of {sorted(presets)}, got {preset!r}.")
+    return {k: v for k, v in presets[preset].items() if k in VanillaTransformerConfig.__dataclass_fields__}
+
+
+def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_size: int, **token_ids):
+    """A new model's config: the preset, then the size flags, then the tokenizer's vocabulary and special ids."""
+    overrides = {
+        "d_model": model_args.d_model,
+        "encoder_layers": model_args.layers,
+        "decoder_layers": model_args.layers,
+        "encoder_attention_heads": model_args.attention_heads,
+        "decoder_attention_heads": model_args.attention_heads,
+        "encoder_ffn_dim": model_args.ffn_dim,
+        "decoder_ffn_dim": model_args.ffn_dim,
+        "dropout": model_args.dropout,
+    }
+    fields = model_sizes(model_args, data_args)
+    fields.update({k: v for k, v in overrides.items() if v is not None})
+    return VanillaTransformerConfig(
+        **fields,
+        normalize_before=model_args.normalize_before,
+        vocab_size=vocab_size,
+        attn_implementation=model_args.attn_implementation,
+        **token_ids,
+    )
+
+
+def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets):
+    """The given tokenizer, the one a previous run saved in output_dir (so resuming reuses it), or a new BPE one."""
+    name = model_args.tokenizer_name or model_args.model_name_or_path
+    if name:
+        return AutoTokenizer.from_pretrained(name)
+    output_dir = Path(training_args.output_dir)
+    with training_args.main_process_first(desc="training the BPE tokenizer"):
+        if (output_dir / "tokenizer.json").exists():
+            logger.info("Reusing the tokenizer saved in %s", output_dir)
+            return AutoTokenizer.from_pretrained(output_dir)
+        texts = translation_texts(raw_datasets["train"], data_args.source_lang, data_args.target_lang)
+        tokenizer = train_bpe_tokenizer(texts, model_args.vocab_size)
+        if training_args.process_index == 0:
+            tokenizer.save_pretrained(output_dir)
+        logger.info("Trained a shared BPE vocabulary of %d tokens", len(tokenizer))
+        return tokenizer
+
+
+def load_or_build_model(model_args, data_args, tokenizer):
+    if model_args.model_name_or_path:
+        return AutoModelForSeq2SeqLM.from_pretrained(
+            model_args.model_name_or_path, attn_implementation=model_args.attn_implementation
+        )
+    ids = special_token_ids(tokenizer)
+    if model_args.config_name:
+        config = AutoConfig.from_pretrained(model_args.config_name, vocab_size=len(tokenizer), **ids)
+        return AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
+    return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
+
+
+def setup_logging(training_args) -> None:
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%m/%d/%Y %H:%M:%S",
+        handlers=[logging.StreamHandler(sys.stdout)],
+    )
+    level = training_args.get_process_log_level()
+    logger.setLevel(level)
+    datasets.utils.logging.set_verbosity(level)
+    transformers.utils.logging.set_verbosity(level)
+    transformers.utils.logging.enable_default_handler()
+    transformers.utils.logging.enable_explicit_format()
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Train, evaluate on validation (BLEU, chrF with beam 4), translate the test split; returns all metrics."""
+    model_args, data_args, training_args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    setup_logging(training_args)
+    print(
+        f"process {training_args.process_index} of {training_args.world_size} on {training_args.device}",
+        flush=True,
+    )
+    set_seed(training_args.seed)
+
+    raw_datasets = load_translation_datasets(data_args)
+    for split, limit in (
+        ("train", data_args.max_train_samples),
+        ("validation", data_args.max_eval_samples),
+        ("test", data_args.max_predict_samples),
+    ):
+        if limit is not None and split in raw_datasets:
+            raw_datasets[split] = raw_datasets[split].select(range(min(limit, len(raw_datasets[split]))))
+    if "train" not in raw_datasets and training_args.do_train:
+        raise ValueError("Training needs a train split: give --train_file, --train_prefix or --dataset_name.")
+
+    tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets)
+    model = load_or_build_model(model_args, data_args, tokenizer)
+    logger.info("Model: %s with %.1fM parameters", type(model).__name__, model.num_parameters() / 1e6)
+
+    with training_args.main_process_first(desc="tokenizing"):
+        tokenized = tokenize_translation_datasets(
+            raw_datasets,
+            tokenizer,
+            source_lang=data_args.source_lang,
+            target_lang=data_args.target_lang,
+            max_source_length=data_args.max_source_length,
+            max_target_length=data_args.max_target_length,
+            num_proc=data_args.preprocessing_num_workers,
+        )
+
+    trainer = TokenBatchingSeq2SeqTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=tokenized.get("train"),
+        eval_dataset=tokenized.get("validation"),
+        processing_class=tokenizer,
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model, label_pad_token_id=-100),
+        compute_metrics=make_compute_metrics(tokenizer),
+    )
+
+    all_metrics = {}
+    train_result = trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
+    trainer.save_model()
+    train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
+    trainer.log_metrics("train", train_metrics)
+    trainer.save_metrics("train", train_metrics)
+    trainer.save_state()
+    all_metrics.update(train_metrics)
+
+    if "validation" in tokenized:
+        eval_metrics = {**trainer.evaluate(metric_key_prefix="eval"), "eval_samples": len(tokenized["validation"])}
+        trainer.log_metrics("eval", eval_metrics)
+        trainer.save_metrics("eval", eval_metrics)
+        all_metrics.update(eval_metrics)
+
+    samples_split = "test" if "test" in tokenized else "validation"
+    translations = []
+    if samples_split in tokenized:
+        prediction = trainer.predict(tokenized[samples_split], metric_key_prefix="predict")
+        translations = decode_predictions(tokenizer, prediction.predictions)
+        if samples_split == "test":
+            predict_metrics = {**prediction.metrics, "predict_samples": len(tokenized["test"])}
+            trainer.log_metrics("predict", predict_metrics)
+            trainer.save_metrics("predict", predict_metrics)
+            all_metrics.update(predict_metrics)
+        if trainer.is_world_process_zero():
+            path = Path(training_args.output_dir) / "generated_predictions.txt"
+            path.write_text("".join(line + "\n" for line in translations), encoding="utf-8")
+            logger.info("Wrote %d %s translations to %s", len(translations), samples_split, path)
+
+    if trainer.is_world_process_zero():
+        plot_training_curves(trainer.state.log_history, Path(training_args.output_dir) / "training_curves.png")
+        print_samples(raw_datasets.get(samples_split), translations, data_args)
+    return all_metrics
+
+
+def resume_checkpoint(training_args) -> str | bool | None:
+    """`--resume_from_checkpoint` as given; `true` means the last checkpoint in output_dir."""
+    resume = training_args.resume_from_checkpoint
+    if resume in (None, False, "False", "false"):
+        return None
+    if resume in (True, "True", "true"):
+        last = get_last_checkpoint(training_args.output_dir)
+        if last is None:
+            raise ValueError(f"--resume_from_checkpoint true, but {training_args.output_dir} has no checkpoint-*.")
+        return last
+    return resume
+
+
+def decode_predictions(tokenizer, predictions) -> list[str]:
+    ids = predictions[0] if isinstance(predictions, tuple) else predictions
+    ids = [[token for token in row if token >= 0] for row in ids.tolist()]
+    return [text.strip() for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+
+def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:
+    if dataset is None or not translations:
+        return
+    print(f"\nSample translations ({data_args.source_lang} -> {data_args.target_lang}):")
+    for pair, hypothesis in list(zip(dataset["translation"], translations))[: data_args.num_samples_to_print]:
+        print(f"  source:     {pair[data_args.source_lang]}")
+        print(f"  reference:  {pair[data_args.target_lang]}")
+        print(f"  hypothesis: {hypothesis}\n")

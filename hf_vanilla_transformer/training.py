@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import torch
 import transformers
 from transformers import (
     AutoConfig,
@@ -26,7 +27,7 @@ from transformers import (
     HfArgumentParser,
     set_seed,
 )
-from transformers.trainer_utils import get_last_checkpoint
+from transformers.trainer_utils import IntervalStrategy, get_last_checkpoint
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
@@ -119,6 +120,10 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     defaults = dict(PAPER_RECIPE)
     if not given & DATA_SOURCE_FLAGS:
         defaults.update(BUILTIN_RUN)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.accelerator.is_available():
+        # `accelerate launch --multi_gpu` on a machine without GPUs: accelerate runs DDP over gloo on CPU processes
+        # only when told to use the CPU; otherwise each process would train alone.
+        defaults["use_cpu"] = "true"
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments))
     if len(argv) == 1 and argv[0].endswith(".json"):
@@ -255,6 +260,9 @@ def main(argv: list[str] | None = None) -> dict:
             num_proc=data_args.preprocessing_num_workers,
         )
 
+    if "validation" not in tokenized and training_args.eval_strategy != IntervalStrategy.NO:
+        logger.warning("No validation split: evaluation during training is off.")
+        training_args.eval_strategy = IntervalStrategy.NO
     trainer = TokenBatchingSeq2SeqTrainer(
         model=model,
         args=training_args,

@@ -1,0 +1,60 @@
+"""Average the weights of a run's last N checkpoints into one model, as the paper did (5 for base, 20 for big; 6.1)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
+
+
+def run_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The Trainer's `checkpoint-<step>` folders in `run_dir`, oldest first."""
+    found = [p for p in Path(run_dir).iterdir() if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+def _load_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
+    files = sorted(checkpoint.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{checkpoint} has no *.safetensors weights.")
+    weights = {}
+    for file in files:
+        weights.update(load_file(file))
+    return weights
+
+
+@torch.no_grad()
+def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
+    """Save, to `output_dir`, the model whose every weight is the mean over `checkpoints` (with the last one's config,
+    generation config and tokenizer); returns the averaged model."""
+    if not checkpoints:
+        raise ValueError("No checkpoints to average.")
+    checkpoints = [Path(c) for c in checkpoints]
+    total = None
+    for checkpoint in checkpoints:
+        weights = _load_weights(checkpoint)
+        if total is None:
+            total = {name: tensor.double() for name, tensor in weights.items()}
+        elif weights.keys() != total.keys():
+            raise ValueError(f"{checkpoint} holds other weights than {checkpoints[0]}: not checkpoints of one model.")
+        else:
+            for name, tensor in weights.items():
+                total[name] += tensor.double()
+    last = checkpoints[-1]
+    model = AutoModelForSeq2SeqLM.from_pretrained(last)
+    dtypes = {name: tensor.dtype for name, tensor in model.state_dict().items()}
+    averaged = {name: (tensor / len(checkpoints)).to(dtypes[name]) for name, tensor in total.items()}
+    missing, unexpected = model.load_state_dict(averaged, strict=False)
+    untied = set(missing) - set(model.all_tied_weights_keys)
+    if untied or unexpected:
+        raise ValueError(f"Averaged weights do not fit the model: missing {sorted(untied)}, unexpected {unexpected}.")
+    model.tie_weights()
+    model.save_pretrained(output_dir)
+    GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
+    tokenizer_dir = last if (last / "tokenizer_config.json").exists() else last.parent
+    if (tokenizer_dir / "tokenizer_config.json").exists():
+        AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(output_dir)
+    return model

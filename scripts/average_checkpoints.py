@@ -1,0 +1,32 @@
+#!/usr/bin/env python
+"""Average the last N checkpoints of a training run into one loadable model (the paper: 5 for base, 20 for big).
+
+    python scripts/average_checkpoints.py runs/wmt --last 5 --output_dir runs/wmt/averaged
+"""
+
+import argparse
+import sys
+
+import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
+from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", help="the training run's --output_dir, holding checkpoint-<step> folders")
+    parser.add_argument("--last", type=int, default=5, help="how many of the latest checkpoints to average")
+    parser.add_argument("--output_dir", required=True, help="where to save the averaged model")
+    args = parser.parse_args(argv)
+    checkpoints = run_checkpoints(args.run_dir)
+    if len(checkpoints) < args.last:
+        sys.exit(
+            f"{args.run_dir} has {len(checkpoints)} checkpoints, fewer than --last {args.last}: lower --last or keep "
+            "more with --save_total_limit when training."
+        )
+    chosen = checkpoints[-args.last :]
+    average_checkpoints(chosen, args.output_dir)
+    print(f"Averaged {', '.join(c.name for c in chosen)} into {args.output_dir}")
+
+
+if __name__ == "__main__":
+    main()

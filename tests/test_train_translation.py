@@ -1,0 +1,179 @@
+"""The main job, end to end on tiny models: data sources, the paper's recipe as defaults, token batching, metrics,
+outputs, checkpoint averaging, fine-tuning, and two processes under `accelerate launch`."""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import REPO, SHARED_DATA
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
+
+import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
+from hf_vanilla_transformer.training import parse_arguments
+
+SCRIPT = str(REPO / "scripts" / "train_translation.py")
+TINY = ["--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300"]
+FEW_NUMBERS = ["--number_words_train_size", "300", "--number_words_eval_size", "16"]
+
+
+def run_script(*args, launcher=(sys.executable,), timeout=300):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    result = subprocess.run(
+        [*launcher, SCRIPT, *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def builtin_run(tmp_path_factory):
+    """The built-in corpus with a tiny model, token batching and a checkpoint every 10 steps."""
+    out = tmp_path_factory.mktemp("run")
+    log = run_script(
+        "--output_dir", out, *FEW_NUMBERS, *TINY, "--num_train_epochs", "2", "--max_tokens_per_batch", "400",
+        "--save_strategy", "steps", "--save_steps", "10", "--logging_steps", "5", "--warmup_steps", "20",
+    )
+    return out, log
+
+
+def test_builtin_run_writes_everything(builtin_run):
+    out, log = builtin_run
+    results = json.loads((out / "all_results.json").read_text())
+    for key in ("eval_bleu", "eval_chrf", "predict_bleu", "predict_chrf", "train_loss", "train_samples"):
+        assert key in results, key
+    assert len((out / "generated_predictions.txt").read_text(encoding="utf-8").splitlines()) == 16
+    assert (out / "training_curves.png").stat().st_size > 10_000
+    assert "Sample translations (de -> en)" in log and "hypothesis:" in log
+    assert "eval_bleu" in log  # the Trainer's metric tables
+    model = AutoModelForSeq2SeqLM.from_pretrained(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert type(model).__name__ == "VanillaTransformerForConditionalGeneration"
+    assert model.config.d_model == 32 and model.config.vocab_size == len(tokenizer)
+    assert model.config.pad_token_id == tokenizer.pad_token_id and model.config.eos_token_id == tokenizer.eos_token_id
+    assert GenerationConfig.from_pretrained(out).num_beams == 4
+
+
+def test_token_batching_bounds_every_batch(builtin_run):
+    out, _ = builtin_run
+    state = json.loads((out / "trainer_state.json").read_text())
+    # 300 pairs of ~6 and ~12 tokens in batches of <= 400 padded tokens per side: far more steps than 300 / 8
+    assert state["global_step"] >= 2 * 300 * 10 // 400
+
+
+def test_average_checkpoints(builtin_run, tmp_path):
+    out, _ = builtin_run
+    checkpoints = run_checkpoints(out)[-3:]
+    assert len(checkpoints) == 3
+    average_checkpoints(checkpoints, tmp_path / "averaged")
+    averaged = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "averaged")
+    members = [AutoModelForSeq2SeqLM.from_pretrained(c) for c in checkpoints]
+    for name, weight in averaged.state_dict().items():
+        expected = torch.stack([m.state_dict()[name] for m in members]).mean(0)
+        torch.testing.assert_close(weight, expected, msg=name)
+    assert averaged.lm_head.weight is averaged.model.shared.weight
+    assert AutoTokenizer.from_pretrained(tmp_path / "averaged").pad_token == "<pad>"
+    script = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "average_checkpoints.py"), str(out), "--last", "99",
+         "--output_dir", str(tmp_path / "x")], capture_output=True, text=True,
+    )
+    assert script.returncode != 0 and "fewer than --last 99" in script.stderr
+
+
+def write_lines(path, lines, compress=False):
+    data = "".join(line + "\n" for line in lines).encode()
+    path.write_bytes(gzip.compress(data) if compress else data)
+
+
+def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
+    """Plain parallel text (.gz too) and --model_name_or_path: fine-tune the built-in run's model on new data."""
+    out, _ = builtin_run
+    pairs = [("zwei", "two"), ("drei", "three"), ("vier", "four"), ("fünf", "five")] * 4
+    for split in ("train", "val"):
+        write_lines(tmp_path / f"{split}.de.gz", [de for de, _ in pairs], compress=True)
+        write_lines(tmp_path / f"{split}.en", [en for _, en in pairs])
+    log = run_script(
+        "--output_dir", tmp_path / "tuned", "--model_name_or_path", out, "--train_prefix", tmp_path / "train",
+        "--validation_prefix", tmp_path / "val", "--source_lang", "de", "--target_lang", "en", "--max_steps", "3",
+        "--per_device_train_batch_size", "8",
+    )
+    results = json.loads((tmp_path / "tuned" / "all_results.json").read_text())
+    assert "eval_bleu" in results and "predict_bleu" not in results
+    assert len((tmp_path / "tuned" / "generated_predictions.txt").read_text().splitlines()) == 16
+    assert "Reusing" not in log  # the tokenizer came from the fine-tuned model
+
+
+def test_json_lines_files(tmp_path):
+    rows = [{"translation": {"en": f"{n} apples", "fr": f"{n} pommes"}} for n in range(40)]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_script(
+        "--output_dir", tmp_path / "out", "--train_file", tmp_path / "train.jsonl", "--validation_file",
+        tmp_path / "train.jsonl", "--source_lang", "en", "--target_lang", "fr", *TINY, "--vocab_size", "120",
+        "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_eval_samples", "8",
+    )
+    assert "eval_bleu" in json.loads((tmp_path / "out" / "all_results.json").read_text())
+
+
+def test_paper_recipe_is_the_default(tmp_path):
+    _, data, args = parse_arguments(
+        ["--output_dir", str(tmp_path), "--train_prefix", "x/train", "--source_lang", "en", "--target_lang", "de"]
+    )
+    assert (args.adam_beta1, args.adam_beta2, args.adam_epsilon) == (0.9, 0.98, 1e-9)
+    assert args.lr_scheduler_type == "inverse_sqrt" and args.warmup_steps == 4000
+    assert args.learning_rate == pytest.approx(512**-0.5 * 4000**-0.5)
+    assert args.label_smoothing_factor == 0.1
+    assert args.predict_with_generate and args.generation_num_beams == 4
+    assert data.builtin_dataset is None
+
+
+def test_trainer_flags_override_the_recipe(tmp_path):
+    model, _, args = parse_arguments(
+        ["--output_dir", str(tmp_path), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de",
+         "--warmup_steps", "100", "--adam_beta2", "0.999", "--label_smoothing_factor", "0", "--preset", "big"]
+    )
+    assert args.warmup_steps == 100 and args.adam_beta2 == 0.999 and args.label_smoothing_factor == 0
+    assert args.learning_rate == pytest.approx(1024**-0.5 * 100**-0.5)  # big: d_model 1024
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--learning_rate", "3e-4"])
+    assert args.learning_rate == 3e-4
+
+
+def test_no_data_arguments_means_the_builtin_corpus(tmp_path):
+    model, data, args = parse_arguments(["--output_dir", str(tmp_path)])
+    assert data.builtin_dataset == "number_words" and (data.source_lang, data.target_lang) == ("de", "en")
+    assert args.warmup_steps == 400 and args.learning_rate == pytest.approx(128**-0.5 * 400**-0.5)
+
+
+def test_two_processes_under_accelerate_launch(tmp_path):
+    accelerate = shutil.which("accelerate", path=os.path.dirname(sys.executable))
+    log = run_script(
+        "--output_dir", tmp_path, *FEW_NUMBERS, *TINY, "--max_steps", "4", "--per_device_train_batch_size", "8",
+        "--max_eval_samples", "8", "--max_predict_samples", "8", "--save_strategy", "no",
+        launcher=(accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                  "--mixed_precision", "no", "--dynamo_backend", "no"),
+    )
+    assert "process 0 of 2" in log and "process 1 of 2" in log
+    state = json.loads((tmp_path / "trainer_state.json").read_text())
+    assert state["global_step"] == 4
+    assert "eval_bleu" in json.loads((tmp_path / "all_results.json").read_text())
+
+
+MULTI30K = SHARED_DATA / "multi30k"
+
+
+@pytest.mark.skipif(not MULTI30K.is_dir(), reason="../shared/data/multi30k is absent")
+def test_multi30k_recipe(tmp_path):
+    """The README's Multi30k recipe, cut to a subset and a few dozen steps."""
+    run_script(
+        "--output_dir", tmp_path, "--train_prefix", MULTI30K / "train", "--validation_prefix", MULTI30K / "val",
+        "--source_lang", "en", "--target_lang", "de", "--preset", "base", "--d_model", "64", "--layers", "2",
+        "--ffn_dim", "128", "--vocab_size", "2000", "--max_train_samples", "2000", "--max_eval_samples", "32",
+        "--max_tokens_per_batch", "1500", "--max_steps", "30", "--warmup_steps", "10",
+    )
+    results = json.loads((tmp_path / "all_results.json").read_text())
+    assert results["eval_samples"] == 32 and "eval_chrf" in results
+    assert results["train_loss"] < 9

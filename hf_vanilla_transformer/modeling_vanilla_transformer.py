@@ -26,11 +26,40 @@ from transformers.modeling_outputs import (
     Seq2SeqModelOutput,
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, PreTrainedModel
-from transformers.utils import TransformersKwargs, can_return_tuple
+from transformers.processing_utils import Unpack
+from transformers.utils import TransformersKwargs, can_return_tuple, is_torchdynamo_compiling
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
+
+
+def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
+    """Token ids are integers in [0, vocab_size) of shape (batch, length > 0): a ValueError saying so, not an
+    IndexError deep inside torch. One min/max reduction; skipped under torch.compile."""
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise ValueError(f"`{name}` must hold integer token ids (torch.long), got dtype {ids.dtype}.")
+    if ids.dim() != 2:
+        raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}.")
+    if ids.shape[1] == 0:
+        raise ValueError(f"`{name}` is empty (length 0): every sequence needs at least one token.")
+    if ids.numel() == 0 or is_torchdynamo_compiling():
+        return
+    low, high = torch.aminmax(ids)
+    if (low < 0) | (high >= vocab_size):
+        raise ValueError(
+            f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}] (min {low.item()}, max {high.item()}): "
+            "encode the text with this model's tokenizer, or check `config.vocab_size`."
+        )
+
+
+def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) -> None:
+    """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared."""
+    if mask is not None and mask.dim() != 4 and tuple(mask.shape) != expected:
+        raise ValueError(
+            f"`{name}` has shape {tuple(mask.shape)} but must be (batch, length) = {expected}: 1 for tokens to "
+            "attend to, 0 for padding."
+        )
 
 
 def sinusoidal_encoding(positions: torch.Tensor, d_model: int) -> torch.Tensor:
@@ -276,6 +305,8 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
     """What the encoder and decoder share: the scaled embedding plus position encoding [3.4, 3.5], dropout, and
     the final LayerNorm of a pre-LN stack."""
 
+    is_decoder = False
+
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
@@ -288,7 +319,13 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
         if inputs_embeds is None:
+            check_token_ids("decoder_input_ids" if self.is_decoder else "input_ids", input_ids, self.config.vocab_size)
             inputs_embeds = self.embed_tokens(input_ids)
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.d_model:
+            raise ValueError(
+                f"inputs_embeds must have shape (batch, length, d_model={self.config.d_model}), got "
+                f"{tuple(inputs_embeds.shape)}."
+            )
         hidden_states = inputs_embeds * self.embed_scale + self.embed_positions(inputs_embeds.shape[1], offset)
         return F.dropout(hidden_states, p=self.config.dropout, training=self.training)
 
@@ -318,6 +355,7 @@ class VanillaTransformerEncoder(VanillaTransformerStack):
         **kwargs,
     ) -> BaseModelOutput:
         hidden_states = self.embed(input_ids, inputs_embeds)
+        check_mask("attention_mask", attention_mask, tuple(hidden_states.shape[:2]))
         attention_mask = create_bidirectional_mask(self.config, hidden_states, attention_mask)
         for layer in self.layers:
             hidden_states = layer(hidden_states, attention_mask, **kwargs)
@@ -332,6 +370,8 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         "attentions": OutputRecorder(VanillaTransformerAttention, index=1, layer_name="self_attn"),
         "cross_attentions": OutputRecorder(VanillaTransformerAttention, index=1, layer_name="encoder_attn"),
     }
+
+    is_decoder = True
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
@@ -362,6 +402,13 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         offset = past_key_values.get_seq_length() if past_key_values is not None else 0
 
         hidden_states = self.embed(input_ids, inputs_embeds, offset)
+        batch, length = hidden_states.shape[:2]
+        if encoder_hidden_states.shape[0] != batch:
+            raise ValueError(
+                f"The decoder inputs have batch size {batch} but `encoder_hidden_states` {encoder_hidden_states.shape[0]}."
+            )
+        check_mask("decoder_attention_mask", attention_mask, (batch, offset + length))
+        check_mask("attention_mask", encoder_attention_mask, tuple(encoder_hidden_states.shape[:2]))
         causal_mask = create_causal_mask(
             config=self.config,
             inputs_embeds=hidden_states,
@@ -434,7 +481,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqModelOutput:
         r"""
         input_ids: source token ids, (batch, source_length). attention_mask: 1 for real tokens, 0 for padding.
@@ -516,7 +563,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         decoder_inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
-        **kwargs,
+        **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqLMOutput:
         r"""
         labels: target ids, (batch, target_length); -100 marks positions left out of the loss. Given labels and
@@ -560,6 +607,15 @@ def translation_loss(
     """Mean token cross-entropy over labels that are not -100 (0, not NaN, when there are none). Label smoothing
     [5.4] comes from the Trainer's `label_smoothing_factor`."""
     labels = labels.to(logits.device)
+    if labels.shape != logits.shape[:-1]:
+        raise ValueError(f"`labels` has shape {tuple(labels.shape)}, expected (batch, target_length) = {tuple(logits.shape[:-1])}.")
+    if not is_torchdynamo_compiling():
+        valid = (labels == -100) | ((labels >= 0) & (labels < logits.shape[-1]))
+        if not valid.all():
+            raise ValueError(
+                f"`labels` must be token ids in [0, {logits.shape[-1] - 1}] or -100 (ignored); got values "
+                f"{labels[~valid].unique()[:5].tolist()}."
+            )
     total = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="sum")
     count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
     if isinstance(count, torch.Tensor):

@@ -2,7 +2,8 @@
 
 The mixin lives in `tests/test_modeling_common.py` of the transformers source distribution, not in the wheel.
 `scripts/fetch_transformers_tests.py` extracts it to `third_party/transformers-<installed version>/tests`
-(or set `TRANSFORMERS_TESTS_DIR`); without it this module is skipped. `scripts/run_transformers_common_tests.py`
+(or set `TRANSFORMERS_TESTS_DIR`); this module runs that fetch itself (pip download from PyPI), and is skipped
+when it cannot. `scripts/run_transformers_common_tests.py`
 fetches it, runs this module and compares the two models.
 
 Both test classes use the same tiny tester, so every test that passes for `MarianCommonTest` should pass for
@@ -25,6 +26,21 @@ SDIST_TESTS = Path(
     os.environ.get("TRANSFORMERS_TESTS_DIR")
     or REPO_ROOT / "third_party" / f"transformers-{transformers.__version__}" / "tests"
 )
+
+def _fetch_sdist_tests() -> None:
+    """Fetch the installed transformers' sdist tests unless present; any failure (offline, say) only skips."""
+    if "TRANSFORMERS_TESTS_DIR" in os.environ or (SDIST_TESTS / "test_modeling_common.py").is_file():
+        return
+    spec = importlib.util.spec_from_file_location("fetch_transformers_tests", REPO_ROOT / "scripts" / "fetch_transformers_tests.py")
+    fetcher = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(fetcher)
+        fetcher.fetch(quiet=True)
+    except Exception as error:  # noqa: BLE001 - reported in the skip reason below
+        print(f"could not fetch transformers' sdist tests: {error}", file=sys.stderr)
+
+
+_fetch_sdist_tests()
 if not (SDIST_TESTS / "test_modeling_common.py").is_file():
     pytest.skip(
         f"transformers' common tests are not at {SDIST_TESTS}; "

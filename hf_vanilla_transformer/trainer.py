@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 
 import datasets
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_utils import seed_worker
 
+from transformers.utils import logging
+
 from .batching import TokenBatchSampler
+
+logger = logging.get_logger(__name__)
 
 
 @dataclass
@@ -37,6 +45,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
 
     def __init__(self, *args, max_tokens_per_batch: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.add_callback(MarkCheckpointComplete())
         self.max_tokens_per_batch = max_tokens_per_batch or getattr(self.args, "max_tokens_per_batch", None)
         self._token_batch_sampler: TokenBatchSampler | None = None
         if self.max_tokens_per_batch:
@@ -96,3 +105,39 @@ class _EpochToSamplerCallback(TrainerCallback):
         """Epoch e starts at state.epoch == e (or e + fraction when resuming mid-epoch)."""
         if self.trainer._token_batch_sampler is not None:
             self.trainer._token_batch_sampler.set_epoch(int(state.epoch or 0))
+
+
+CHECKPOINT_COMPLETE = "checkpoint_complete.json"
+
+
+class MarkCheckpointComplete(TrainerCallback):
+    """Mark a checkpoint complete once the Trainer has written all of it (`on_save` runs after the last file).
+
+    The Trainer writes a checkpoint's files one by one into `checkpoint-<step>`; a run killed in the middle leaves a
+    folder that looks like a checkpoint but lacks, say, the optimizer state, and resuming from it would silently
+    restart the optimizer. Only checkpoints with this marker are resumed from (`last_complete_checkpoint`).
+    """
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            staging = folder / f".{CHECKPOINT_COMPLETE}.tmp"
+            staging.write_text(json.dumps({"global_step": state.global_step}))
+            os.replace(staging, folder / CHECKPOINT_COMPLETE)  # atomic: the marker is there whole or not at all
+
+
+def is_complete_checkpoint(folder: str | Path) -> bool:
+    return (Path(folder) / CHECKPOINT_COMPLETE).is_file()
+
+
+def last_complete_checkpoint(output_dir: str | Path) -> Path | None:
+    """The latest `checkpoint-<step>` in `output_dir` that was written whole; incomplete ones are named in a warning."""
+    folders = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
+    skipped = []
+    for folder in sorted(folders, key=lambda p: int(p.name.split("-")[1]), reverse=True):
+        if is_complete_checkpoint(folder):
+            if skipped:
+                logger.warning("Skipping incomplete checkpoints (the run was stopped while saving): %s", skipped)
+            return folder
+        skipped.append(folder.name)
+    return None

@@ -27,14 +27,19 @@ from transformers import (
     HfArgumentParser,
     set_seed,
 )
-from transformers.trainer_utils import IntervalStrategy, get_last_checkpoint
+from transformers.trainer_utils import IntervalStrategy
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
 from .metrics import make_compute_metrics
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .tokenization import special_token_ids, train_bpe_tokenizer, translation_texts
-from .trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+from .trainer import (
+    TokenBatchingSeq2SeqTrainer,
+    TokenBatchingSeq2SeqTrainingArguments,
+    is_complete_checkpoint,
+    last_complete_checkpoint,
+)
 from .training_curves import plot_training_curves
 
 logger = logging.getLogger(__name__)
@@ -309,16 +314,25 @@ def main(argv: list[str] | None = None) -> dict:
     return all_metrics
 
 
-def resume_checkpoint(training_args) -> str | bool | None:
-    """`--resume_from_checkpoint` as given; `true` means the last checkpoint in output_dir."""
+def resume_checkpoint(training_args) -> str | None:
+    """`--resume_from_checkpoint` as given; `true` means the last complete checkpoint in output_dir."""
     resume = training_args.resume_from_checkpoint
     if resume in (None, False, "False", "false"):
         return None
     if resume in (True, "True", "true"):
-        last = get_last_checkpoint(training_args.output_dir)
+        last = last_complete_checkpoint(training_args.output_dir)
         if last is None:
-            raise ValueError(f"--resume_from_checkpoint true, but {training_args.output_dir} has no checkpoint-*.")
-        return last
+            raise ValueError(
+                f"--resume_from_checkpoint true, but {training_args.output_dir} has no complete checkpoint-*."
+            )
+        return str(last)
+    if not Path(resume).is_dir():
+        raise ValueError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
+    if not is_complete_checkpoint(resume):
+        raise ValueError(
+            f"{resume} is incomplete: the run was stopped while writing it. Resume from an earlier checkpoint, or "
+            "pass `--resume_from_checkpoint true` to pick the last complete one."
+        )
     return resume
 
 

@@ -1,0 +1,94 @@
+"""Interrupted training: a run killed with SIGKILL resumes and ends where an uninterrupted run ends, and a
+checkpoint left half-written by a kill is never resumed from."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import REPO
+
+from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE, is_complete_checkpoint, last_complete_checkpoint
+from hf_vanilla_transformer.training import parse_arguments, resume_checkpoint
+
+SCRIPT = str(REPO / "scripts" / "train_translation.py")
+RUN = [
+    "--number_words_train_size", "400", "--number_words_eval_size", "8", "--d_model", "32", "--layers", "1",
+    "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "200", "--max_steps", "120", "--save_strategy",
+    "steps", "--save_steps", "20", "--logging_steps", "1", "--eval_strategy", "no", "--warmup_steps", "20",
+    "--per_device_train_batch_size", "16", "--seed", "7", "--save_total_limit", "10",
+]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def command(output_dir, *extra):
+    return [sys.executable, SCRIPT, "--output_dir", str(output_dir), *RUN, *extra]
+
+
+def losses(output_dir):
+    state = json.loads((output_dir / "trainer_state.json").read_text())
+    return {entry["step"]: entry["loss"] for entry in state["log_history"] if "loss" in entry}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    subprocess.run(command(out), check=True, capture_output=True, env=ENV, cwd=REPO, timeout=600)
+    return out
+
+
+def test_sigkill_then_resume_ends_with_the_same_loss(uninterrupted, tmp_path):
+    out = tmp_path / "killed"
+    process = subprocess.Popen(command(out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+    deadline = time.time() + 300
+    while not (out / "checkpoint-40" / CHECKPOINT_COMPLETE).exists():
+        assert process.poll() is None, "the run ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (out / "trainer_state.json").exists()  # it did not finish
+    resumed_from = last_complete_checkpoint(out)
+    assert resumed_from is not None and int(resumed_from.name.split("-")[1]) < 120
+
+    subprocess.run(
+        command(out, "--resume_from_checkpoint", "true"), check=True, capture_output=True, env=ENV, cwd=REPO,
+        timeout=600,
+    )
+    expected, got = losses(uninterrupted), losses(out)
+    assert max(got) == max(expected) == 120
+    for step in range(int(resumed_from.name.split("-")[1]) + 1, 121):
+        assert got[step] == pytest.approx(expected[step], rel=1e-4, abs=1e-4), step
+
+
+def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted, out)
+    last = out / "checkpoint-120"
+    assert is_complete_checkpoint(last)
+    # what a kill during saving leaves: some files written, the optimizer state and the marker not
+    (last / CHECKPOINT_COMPLETE).unlink()
+    (last / "optimizer.pt").unlink()
+    assert last_complete_checkpoint(out) == out / "checkpoint-100"
+
+    _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", "true"])
+    assert resume_checkpoint(args) == str(out / "checkpoint-100")
+    _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", str(last)])
+    with pytest.raises(ValueError, match="incomplete"):
+        resume_checkpoint(args)
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path / "empty"), "--resume_from_checkpoint", "true"])
+    with pytest.raises(ValueError, match="no complete checkpoint"):
+        resume_checkpoint(args)
+
+
+def test_model_weights_are_only_written_as_safetensors(uninterrupted):
+    files = [p for p in uninterrupted.rglob("*") if p.is_file()]
+    assert any(p.name == "model.safetensors" for p in files)
+    # the Trainer's own optimizer/scheduler/RNG/arguments state is torch-pickled; no model weights are
+    trainer_state = {"optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"}
+    pickled = {p.name for p in files if p.suffix in {".bin", ".pt", ".pth", ".pkl", ".ckpt", ".h5", ".msgpack"}}
+    assert pickled <= trainer_state, pickled - trainer_state

@@ -70,6 +70,22 @@ class VanillaTransformerConfig(PreTrainedConfig):
     tie_word_embeddings: bool = True
 
     @classmethod
+    def from_dict(cls, config_dict: dict, **kwargs) -> "VanillaTransformerConfig":
+        """`PreTrainedConfig.from_dict`, refusing the config of another model type instead of guessing."""
+        model_type = config_dict.get("model_type", cls.model_type)
+        if model_type != cls.model_type:
+            hint = (
+                " Convert a MarianMTModel with `hf_vanilla_transformer.from_marian(MarianMTModel.from_pretrained(path))`."
+                if model_type == "marian"
+                else ""
+            )
+            raise ValueError(
+                f"This config is for model type {model_type!r}, not {cls.model_type!r}: its weights would not fit "
+                f"this model. Load it with its own class (AutoModelForSeq2SeqLM picks it).{hint}"
+            )
+        return super().from_dict(config_dict, **kwargs)
+
+    @classmethod
     def base(cls, **kwargs) -> "VanillaTransformerConfig":
         """The paper's base model (Table 3): the defaults, 65M parameters with a 37000-token vocabulary."""
         return cls(**kwargs)

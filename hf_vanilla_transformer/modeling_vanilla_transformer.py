@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError  # a dependency of transformers itself, so remote code has it too
 from torch import nn
 from transformers import initialization as init
 from transformers.activations import ACT2FN
@@ -50,6 +51,18 @@ def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
         raise ValueError(
             f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}] (min {low.item()}, max {high.item()}): "
             "encode the text with this model's tokenizer, or check `config.vocab_size`."
+        )
+
+
+def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
+    """Labels are token ids in [0, vocab_size) or -100 (left out of the loss)."""
+    if is_torchdynamo_compiling():
+        return
+    valid = (labels == -100) | ((labels >= 0) & (labels < vocab_size))
+    if not valid.all():
+        raise ValueError(
+            f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values "
+            f"{labels[~valid].unique()[:5].tolist()}."
         )
 
 
@@ -278,6 +291,18 @@ class VanillaTransformerPreTrainedModel(PreTrainedModel):
     _supports_flash_attn = True
     _supports_flex_attn = True
     _can_compile_fullgraph = True
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, with an error that says what to do about a damaged weights file."""
+        try:
+            return super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except SafetensorError as error:
+            raise OSError(
+                f"The weights in {pretrained_model_name_or_path} are truncated or corrupt ({error}). Save or download "
+                "the model again; a checkpoint-* folder of a run that was killed may be incomplete (the training "
+                "script's --resume_from_checkpoint true picks the last complete one)."
+            ) from error
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module):
@@ -571,6 +596,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         """
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
         if labels is not None:
+            check_labels(labels, self.config.vocab_size)
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
@@ -609,13 +635,6 @@ def translation_loss(
     labels = labels.to(logits.device)
     if labels.shape != logits.shape[:-1]:
         raise ValueError(f"`labels` has shape {tuple(labels.shape)}, expected (batch, target_length) = {tuple(logits.shape[:-1])}.")
-    if not is_torchdynamo_compiling():
-        valid = (labels == -100) | ((labels >= 0) & (labels < logits.shape[-1]))
-        if not valid.all():
-            raise ValueError(
-                f"`labels` must be token ids in [0, {logits.shape[-1] - 1}] or -100 (ignored); got values "
-                f"{labels[~valid].unique()[:5].tolist()}."
-            )
     total = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="sum")
     count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
     if isinstance(count, torch.Tensor):

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import PreTrainedTokenizerFast
+from pathlib import Path
+
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]  # ids 0, 1, 2, 3 in this order
@@ -74,3 +76,17 @@ def special_token_ids(tokenizer) -> dict[str, int]:
     if missing:
         raise ValueError(f"The tokenizer has no {missing}; set pad_token, bos_token and eos_token on it.")
     return ids
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
+
+def load_tokenizer(name_or_path: str | Path):
+    """`AutoTokenizer.from_pretrained`, with a clear error when a local model folder has no tokenizer."""
+    path = Path(name_or_path)
+    if path.is_dir() and not any((path / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(
+            f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). Save the tokenizer the model was "
+            f"trained with into it (`tokenizer.save_pretrained('{path}')`), or name it with --tokenizer_name."
+        )
+    return AutoTokenizer.from_pretrained(name_or_path)

@@ -22,7 +22,6 @@ import transformers
 from transformers import (
     AutoConfig,
     AutoModelForSeq2SeqLM,
-    AutoTokenizer,
     DataCollatorForSeq2Seq,
     HfArgumentParser,
     set_seed,
@@ -33,7 +32,7 @@ from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
 from .metrics import make_compute_metrics
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
-from .tokenization import special_token_ids, train_bpe_tokenizer, translation_texts
+from .tokenization import load_tokenizer, special_token_ids, train_bpe_tokenizer, translation_texts
 from .trainer import (
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
@@ -189,12 +188,12 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets):
     """The given tokenizer, the one a previous run saved in output_dir (so resuming reuses it), or a new BPE one."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
-        return AutoTokenizer.from_pretrained(name)
+        return load_tokenizer(name)
     output_dir = Path(training_args.output_dir)
     with training_args.main_process_first(desc="training the BPE tokenizer"):
         if (output_dir / "tokenizer.json").exists():
             logger.info("Reusing the tokenizer saved in %s", output_dir)
-            return AutoTokenizer.from_pretrained(output_dir)
+            return load_tokenizer(output_dir)
         texts = translation_texts(raw_datasets["train"], data_args.source_lang, data_args.target_lang)
         tokenizer = train_bpe_tokenizer(texts, model_args.vocab_size)
         if training_args.process_index == 0:

@@ -1,0 +1,49 @@
+"""Config validation: impossible settings raise a ValueError naming the field, the value and what is allowed."""
+
+import tempfile
+
+import pytest
+
+from hf_vanilla_transformer import VanillaTransformerConfig
+
+
+@pytest.mark.parametrize(
+    "settings, field, allowed",
+    [
+        (dict(d_model=30), "encoder_attention_heads", "divisors of d_model"),
+        (dict(d_model=64, decoder_attention_heads=5), "decoder_attention_heads", "divisors of d_model"),
+        (dict(d_model=0), "d_model", "positive integer"),
+        (dict(encoder_layers=-1), "encoder_layers", "positive integer"),
+        (dict(decoder_ffn_dim=0), "decoder_ffn_dim", "positive integer"),
+        (dict(vocab_size=2.5), "vocab_size", "positive integer"),
+        (dict(max_position_embeddings=0), "max_position_embeddings", "positive integer"),
+        (dict(dropout=1.0), "dropout", "[0, 1)"),
+        (dict(attention_dropout=-0.1), "attention_dropout", "[0, 1)"),
+        (dict(activation_dropout=2), "activation_dropout", "[0, 1)"),
+        (dict(activation_function="relu6x"), "activation_function", "'relu'"),
+        (dict(pad_token_id=37000), "pad_token_id", "[0, 36999]"),
+        (dict(vocab_size=100, eos_token_id=[2, 100]), "eos_token_id", "[0, 99]"),
+        (dict(decoder_start_token_id=-1), "decoder_start_token_id", "[0, 36999]"),
+        (dict(layer_norm_eps=0.0), "layer_norm_eps", "> 0"),
+    ],
+)
+def test_impossible_settings_name_field_value_and_what_is_allowed(settings, field, allowed):
+    with pytest.raises(ValueError) as error:
+        VanillaTransformerConfig(**settings)
+    message = str(error.value)
+    assert field in message and allowed in message
+    value = settings.get(field, settings.get("d_model"))
+    assert repr(value) in message or str(value) in message
+
+
+def test_changes_after_construction_are_checked_before_saving():
+    config = VanillaTransformerConfig()
+    config.dropout = 1.5
+    with tempfile.TemporaryDirectory() as folder, pytest.raises(ValueError, match="dropout"):
+        config.save_pretrained(folder)
+
+
+def test_valid_edge_values_are_accepted():
+    VanillaTransformerConfig(dropout=0.0, d_model=8, encoder_attention_heads=8, decoder_attention_heads=1)
+    VanillaTransformerConfig(vocab_size=3, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
+    VanillaTransformerConfig(bos_token_id=None, activation_function="gelu")

@@ -1,0 +1,56 @@
+"""Input validation in forward: a ValueError saying what was passed and what was expected, never an IndexError
+from inside torch."""
+
+import pytest
+import torch
+from conftest import tiny_config
+
+from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+
+
+IDS = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+MASK = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
+
+
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        (dict(input_ids=IDS.clone().index_fill_(1, torch.tensor([0]), 99), labels=TARGET), r"outside the vocabulary \[0, 98\].*max 99"),
+        (dict(input_ids=IDS - 6, labels=TARGET), r"outside the vocabulary.*min -6"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET + 90), r"decoder_input_ids.*outside the vocabulary"),
+        (dict(input_ids=IDS.float(), labels=TARGET), r"integer token ids.*torch.float32"),
+        (dict(input_ids=IDS[0], labels=TARGET), r"shape \(batch, length\), got \(4,\)"),
+        (dict(input_ids=IDS[:, :0], labels=TARGET), r"`input_ids` is empty"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET[:, :0]), r"`decoder_input_ids` is empty"),
+        (dict(input_ids=IDS, attention_mask=MASK[:, :3], labels=TARGET), r"`attention_mask` has shape \(2, 3\).*\(2, 4\)"),
+        (dict(input_ids=IDS, attention_mask=MASK[:1], labels=TARGET), r"`attention_mask` has shape \(1, 4\)"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET, decoder_attention_mask=MASK), r"decoder_attention_mask.*\(2, 3\)"),
+        (dict(input_ids=IDS), r"decoder needs its inputs.*decoder_input_ids.*labels"),
+        (dict(input_ids=IDS, labels=TARGET + 200), r"`labels` must be token ids in \[0, 98\] or -100"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET, labels=TARGET[:, :2]), r"`labels` has shape \(2, 2\)"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET[:1]), r"batch size 1 but `encoder_hidden_states` 2"),
+        (dict(inputs_embeds=torch.zeros(2, 4, 7), labels=TARGET), r"d_model=32.*\(2, 4, 7\)"),
+        (dict(input_ids=IDS, inputs_embeds=torch.zeros(2, 4, 32), labels=TARGET), r"exactly one of"),
+    ],
+)
+def test_bad_inputs_raise_value_errors_that_explain(model, inputs, message):
+    with pytest.raises(ValueError, match=message):
+        model(**inputs)
+
+
+def test_generate_checks_its_inputs_too(model):
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model.generate(IDS + 95, max_new_tokens=3)
+
+
+def test_valid_inputs_still_run(model):
+    out = model(input_ids=IDS, attention_mask=MASK, labels=TARGET.masked_fill(TARGET == 0, -100))
+    assert torch.isfinite(out.loss)
+    model(input_ids=IDS.int(), attention_mask=MASK.bool(), decoder_input_ids=TARGET)  # int32 ids and bool masks

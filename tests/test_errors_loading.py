@@ -1,0 +1,56 @@
+"""Loading: truncated or corrupt weights, a config of another model type and a missing tokenizer give clear errors."""
+
+import shutil
+
+import pytest
+import torch
+from conftest import tiny_config
+from transformers import AutoModelForSeq2SeqLM, MarianConfig, MarianMTModel
+
+from hf_vanilla_transformer import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
+from hf_vanilla_transformer.tokenization import load_tokenizer
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("model")
+    VanillaTransformerForConditionalGeneration(tiny_config()).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_damaged_weights_say_so(saved, tmp_path, damage):
+    shutil.copytree(saved, tmp_path / "m")
+    weights = tmp_path / "m" / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2] if damage == "truncate" else b"\0" * 512)
+    for load in (AutoModelForSeq2SeqLM.from_pretrained, VanillaTransformerForConditionalGeneration.from_pretrained):
+        with pytest.raises(OSError, match="truncated or corrupt.*Save or download the model again"):
+            load(tmp_path / "m")
+
+
+def test_config_of_another_model_type_is_refused(tmp_path):
+    MarianConfig(vocab_size=99, pad_token_id=98, decoder_start_token_id=98).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="model type 'marian', not 'vanilla_transformer'.*from_marian"):
+        VanillaTransformerConfig.from_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="model type 'marian'"):
+        VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    assert isinstance(AutoModelForSeq2SeqLM.from_config(MarianConfig.from_pretrained(tmp_path)), MarianMTModel)
+
+
+def test_missing_tokenizer_is_named(saved):
+    with pytest.raises(ValueError, match="has no tokenizer.*--tokenizer_name"):
+        load_tokenizer(saved)
+
+
+def test_training_script_reports_a_model_without_tokenizer(saved, tmp_path):
+    from hf_vanilla_transformer.training import main
+
+    with pytest.raises(ValueError, match="has no tokenizer"):
+        main(["--output_dir", str(tmp_path), "--model_name_or_path", str(saved), "--max_steps", "1"])
+
+
+def test_good_checkpoint_still_loads(saved):
+    model = AutoModelForSeq2SeqLM.from_pretrained(saved)
+    assert isinstance(model, VanillaTransformerForConditionalGeneration)
+    assert torch.equal(model.lm_head.weight, model.model.shared.weight)

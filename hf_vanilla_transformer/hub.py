@@ -1,0 +1,104 @@
+"""Push a saved translation model folder to the Hugging Face Hub, and tell a local model folder from a Hub id.
+
+The token comes from huggingface_hub's usual places unless given: `HF_TOKEN`, then the token `hf auth login`
+stored. `HF_ENDPOINT` points everything at another Hub-compatible server.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from huggingface_hub import CommitInfo, HfApi
+
+from .model_card import update_model_card
+from .pipeline_translation import save_translation_pipeline
+
+# As the Trainer's push_to_hub: no checkpoints, no private files ("_*").
+UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*"]
+
+
+def push_model_dir(
+    model_dir: str | os.PathLike,
+    repo_id: str,
+    *,
+    token: str | None = None,
+    private: bool | None = None,
+    revision: str | None = None,
+    commit_message: str = "Upload translation model",
+    create_pr: bool = False,
+    card_overrides: dict | None = None,
+) -> CommitInfo:
+    """Upload a model folder (model, tokenizer, generation config, code named by `auto_map`, card) to `repo_id`.
+
+    Before uploading, attaches the translation pipeline (`save_translation_pipeline`) and renders the model card
+    again with the repository's id (`update_model_card`, with `card_overrides`; an existing README.md without
+    saved card inputs is kept). Creates the repository if needed (`private=None` keeps the Hub's default or the
+    existing visibility) and the branch `revision` if it does not exist. Returns the commit's info.
+    """
+    model_dir = Path(model_dir)
+    check_model_dir(model_dir)
+    api = HfApi(token=token)
+    repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
+    if revision is not None and revision != "main":
+        api.create_branch(repo_id, branch=revision, exist_ok=True)
+    save_translation_pipeline(model_dir)
+    update_model_card(model_dir, repo_id=repo_id, **(card_overrides or {}))
+    return api.upload_folder(
+        repo_id=repo_id,
+        folder_path=model_dir,
+        revision=revision,
+        commit_message=commit_message,
+        create_pr=create_pr,
+        ignore_patterns=UPLOAD_IGNORE_PATTERNS,
+    )
+
+
+def push_from_training_args(training_args, model_dir: str | os.PathLike | None = None, **push_kwargs) -> CommitInfo:
+    """`push_model_dir` with the Trainer's `--push_to_hub` arguments: repository `hub_model_id` (default: the
+    output folder's name, in the token owner's namespace), `hub_token`, `hub_private_repo`, `hub_revision`.
+    `model_dir` defaults to `output_dir`. Build the Trainer with `push_to_hub=False` and call this at the end:
+    the Trainer's own pushes would replace this package's model card with its generic one."""
+    model_dir = Path(model_dir if model_dir is not None else training_args.output_dir)
+    return push_model_dir(
+        model_dir,
+        training_args.hub_model_id or model_dir.resolve().name,
+        token=training_args.hub_token,
+        private=training_args.hub_private_repo,
+        revision=training_args.hub_revision,
+        **push_kwargs,
+    )
+
+
+def check_model_dir(model_dir: str | os.PathLike) -> Path:
+    """Raise FileNotFoundError, saying what is missing, unless `model_dir` holds a saved model and tokenizer."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise FileNotFoundError(f"No model directory at {model_dir}.")
+    missing = []
+    if not (model_dir / "config.json").is_file():
+        missing.append("config.json (model.save_pretrained)")
+    if not any(model_dir.glob("*.safetensors")) and not any(model_dir.glob("*.bin")):
+        missing.append("the weights, *.safetensors (model.save_pretrained)")
+    if not (model_dir / "tokenizer_config.json").is_file():
+        missing.append("the tokenizer, tokenizer_config.json (tokenizer.save_pretrained)")
+    if missing:
+        raise FileNotFoundError(f"{model_dir} is not a saved translation model: it lacks {', '.join(missing)}.")
+    return model_dir
+
+
+def model_location(name_or_path: str) -> str:
+    """`name_or_path` if it is a saved model folder or could be a Hub repo id; FileNotFoundError with a clear
+    message for a missing folder, a folder that is not a saved model, or a file."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{name_or_path} is a directory but not a saved model: it has no config.json.")
+        return str(path)
+    if path.exists():
+        raise FileNotFoundError(f"{name_or_path} is a file: give the directory the model was saved to.")
+    parts = name_or_path.split("/")
+    looks_like_repo_id = len(parts) <= 2 and all(parts) and not name_or_path.startswith((".", "~"))
+    if not looks_like_repo_id:
+        raise FileNotFoundError(f"No model directory at {name_or_path}.")
+    return name_or_path

@@ -1,0 +1,330 @@
+"""The model card (README.md) of a trained translation model, rendered from `model_cards/translation_model_card.md`
+with huggingface_hub's `ModelCard` / `ModelCardData`.
+
+Metadata: license, languages, datasets, tags, `library_name: transformers`, `pipeline_tag: translation` and a
+`model-index` with BLEU and chrF. Body: architecture (from config.json and the weights), training recipe and data,
+loading with and without the package, limitations. What the card was rendered from is kept in
+`model_card_inputs.json`, so that pushing to a repository renders it again with that repository's id.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+TEMPLATE_PATH = Path(__file__).resolve().parents[1] / "model_cards" / "translation_model_card.md"
+CARD_INPUTS_FILE = "model_card_inputs.json"
+DEFAULT_TAGS = ("translation", "seq2seq", "transformer", "attention-is-all-you-need", "vanilla-transformer")
+
+# Trainer arguments that make up the recipe, with their names in the card.
+RECIPE_FIELDS = {
+    "optim": "Optimizer",
+    "learning_rate": "Learning rate",
+    "lr_scheduler_type": "Learning-rate schedule",
+    "lr_scheduler_kwargs": "Schedule arguments",
+    "warmup_steps": "Warmup steps",
+    "warmup_ratio": "Warmup ratio",
+    "adam_beta1": "Adam beta1",
+    "adam_beta2": "Adam beta2",
+    "adam_epsilon": "Adam epsilon",
+    "weight_decay": "Weight decay",
+    "max_grad_norm": "Gradient clipping (max norm)",
+    "label_smoothing_factor": "Label smoothing",
+    "max_tokens_per_batch": "Tokens per batch (per device)",
+    "per_device_train_batch_size": "Sentences per batch (per device)",
+    "gradient_accumulation_steps": "Gradient accumulation steps",
+    "world_size": "Devices",
+    "num_train_epochs": "Epochs",
+    "max_steps": "Training steps",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "seed": "Seed",
+}
+# Values that mean "not used": left out of the recipe table.
+_UNSET = {"lr_scheduler_kwargs": ({},), "max_steps": (-1,), "warmup_steps": (0,), "warmup_ratio": (0.0,),
+          "bf16": (False,), "fp16": (False,), "max_grad_norm": (0.0,)}
+# Splits reported in the model-index: (split label, metric prefixes in all_results.json).
+_SPLITS = (("validation", ("eval_",)), ("test", ("test_", "predict_")))
+_SIZES = {"train_samples": "Training sentence pairs", "eval_samples": "Validation sentence pairs",
+          "test_samples": "Test sentence pairs", "predict_samples": "Test sentence pairs",
+          "epoch": "Epochs trained", "train_runtime": "Training time (s)", "train_loss": "Mean training loss"}
+_LANGUAGES = {"ar": "Arabic", "cs": "Czech", "de": "German", "en": "English", "es": "Spanish", "et": "Estonian",
+              "fi": "Finnish", "fr": "French", "hi": "Hindi", "it": "Italian", "ja": "Japanese", "lt": "Lithuanian",
+              "lv": "Latvian", "nl": "Dutch", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian",
+              "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese"}
+_EXAMPLES = {"de": "Ein Mann fährt mit dem Fahrrad durch die Stadt.", "en": "A man rides a bicycle through the city.",
+             "fr": "Un homme traverse la ville à vélo.", "es": "Un hombre va en bicicleta por la ciudad."}
+
+
+def create_model_card(
+    model_dir: str | os.PathLike,
+    *,
+    source_lang: str | None = None,
+    target_lang: str | None = None,
+    metrics: Mapping[str, float] | None = None,
+    dataset_name: str | None = None,
+    dataset_config: str | None = None,
+    eval_split: str = "validation",
+    training_args: Any = None,
+    repo_id: str | None = None,
+    model_name: str | None = None,
+    license: str = "apache-2.0",
+    tags: Sequence[str] = (),
+    example: str | None = None,
+    project_url: str | None = None,
+    template_path: str | os.PathLike | None = None,
+) -> ModelCard:
+    """Render the card of the model saved in `model_dir` (config.json, weights; tokenizer.json if there).
+
+    `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
+    by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
+    `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
+    `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them.
+    """
+    model_dir = Path(model_dir)
+    config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
+    if metrics is None:
+        metrics = _read_json(model_dir / "all_results.json", optional=True)
+    repo_id = repo_id or str(model_dir)
+    model_name = model_name or repo_id.rstrip("/").split("/")[-1]
+    results = _results(metrics, eval_split)
+    generation = _read_json(model_dir / "generation_config.json", optional=True)
+    languages = [lang for lang in (source_lang, target_lang) if lang]
+    card_data = ModelCardData(
+        language=languages or None,
+        license=license,
+        library_name="transformers",
+        pipeline_tag="translation",
+        tags=list(dict.fromkeys([*DEFAULT_TAGS, *tags])),
+        datasets=[dataset_name] if dataset_name else None,
+        metrics=["bleu", "chrf"],
+        model_name=model_name,
+        eval_results=_eval_results(results, dataset_name, dataset_config, source_lang, target_lang) or None,
+    )
+    dataset_url = None
+    if dataset_name and _is_hub_name(dataset_name):
+        dataset_url = f"https://huggingface.co/datasets/{dataset_name}"
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(template_path or _template_path()),
+        model_name=model_name,
+        repo_id=repo_id,
+        source_lang=source_lang,
+        target_lang=target_lang,
+        source_language=_language_name(source_lang),
+        target_language=_language_name(target_lang),
+        dataset_name=dataset_name,
+        dataset_config=dataset_config,
+        dataset_link=f"[{dataset_name}]({dataset_url})" if dataset_url else dataset_name,
+        project_url=project_url,
+        results=results,
+        num_beams=generation.get("num_beams", 1),
+        length_penalty=generation.get("length_penalty", 1.0),
+        arch=_architecture(model_dir, config),
+        tokenizer=_tokenizer_description(model_dir),
+        recipe=_recipe(training_args),
+        data_sizes=[(label, _number(metrics[key])) for key, label in _SIZES.items() if key in metrics],
+        example=example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate."),
+    )
+
+
+def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
+    """Render the card (see `create_model_card` for the arguments) into `model_dir/README.md` and keep its inputs in
+    `model_dir/model_card_inputs.json` for `update_model_card`. Call it at the end of every training run.
+    Returns the README path."""
+    model_dir = Path(model_dir)
+    card = create_model_card(model_dir, **card_kwargs)
+    inputs = {key: value for key, value in card_kwargs.items() if key not in ("training_args", "template_path")}
+    inputs["training_args"] = _recipe(card_kwargs.get("training_args"))  # the recipe rows stand in for the arguments
+    if inputs.get("metrics") is not None:
+        inputs["metrics"] = {key: _plain(value) for key, value in inputs["metrics"].items()}
+    inputs["tags"] = list(inputs.get("tags", ()))
+    (model_dir / CARD_INPUTS_FILE).write_text(json.dumps(inputs, indent=2, default=str) + "\n", encoding="utf-8")
+    card.save(model_dir / "README.md")
+    return model_dir / "README.md"
+
+
+def update_model_card(model_dir: str | os.PathLike, **overrides) -> Path | None:
+    """Render `model_dir/README.md` again from the saved inputs with `overrides` (e.g. `repo_id=...` before a push).
+    Without saved inputs, render one from what the folder holds (config, weights, all_results.json) and
+    `overrides`, unless a README.md is there and `overrides` only give the `repo_id`: then keep it (returns None)."""
+    model_dir = Path(model_dir)
+    inputs_file = model_dir / CARD_INPUTS_FILE
+    if inputs_file.is_file():
+        inputs = _read_json(inputs_file)
+    elif (model_dir / "README.md").is_file() and not overrides.keys() - {"repo_id"}:
+        return None
+    else:
+        inputs = {}
+    inputs.update(overrides)
+    return save_model_card(model_dir, **inputs)
+
+
+def _template_path() -> Path:
+    if not TEMPLATE_PATH.is_file():
+        raise FileNotFoundError(
+            f"The model card template is not at {TEMPLATE_PATH} (it ships with the repository, not the wheel): "
+            "pass template_path=... or install the package from its repository (pip install -e .)."
+        )
+    return TEMPLATE_PATH
+
+
+def _read_json(path: Path, what: str | None = None, optional: bool = False) -> dict:
+    if optional and not path.is_file():
+        return {}
+    if not path.is_file():
+        raise FileNotFoundError(f"No {path.name} in {path.parent}" + (f" ({what})." if what else "."))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _results(metrics: Mapping[str, float], eval_split: str) -> list[dict]:
+    """One row per split with a BLEU or chrF score: split, bleu, chrf, samples (formatted)."""
+    rows = []
+    for split, prefixes in _SPLITS:
+        for prefix in prefixes:
+            bleu, chrf = metrics.get(f"{prefix}bleu"), metrics.get(f"{prefix}chrf")
+            if bleu is None and chrf is None:
+                continue
+            rows.append({
+                "split": eval_split if split == "validation" else split,
+                "bleu": "–" if bleu is None else f"{bleu:.2f}", "chrf": "–" if chrf is None else f"{chrf:.2f}",
+                "bleu_value": bleu, "chrf_value": chrf,
+                "samples": _number(metrics.get(f"{prefix}samples")),
+            })
+            break
+    return rows
+
+
+def _eval_results(results, dataset_name, dataset_config, source_lang, target_lang) -> list[EvalResult]:
+    pair = f"{source_lang}-{target_lang}" if source_lang and target_lang else None
+    evals = []
+    for row in results:
+        for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
+            if row[f"{metric}_value"] is None:
+                continue
+            evals.append(EvalResult(
+                task_type="translation",
+                task_name=f"Translation {pair}" if pair else "Translation",
+                dataset_type=dataset_name or "custom",
+                dataset_name=f"{dataset_name or 'custom data'} {pair or ''}".strip(),
+                dataset_config=dataset_config,
+                dataset_split=row["split"],
+                metric_type=metric,
+                metric_name=name,
+                metric_value=round(float(row[f"{metric}_value"]), 2),
+            ))
+    return evals
+
+
+def _architecture(model_dir: Path, config: Mapping[str, Any]) -> dict:
+    arch = {key: config.get(key) for key in (
+        "encoder_layers", "decoder_layers", "d_model", "encoder_attention_heads", "decoder_attention_heads",
+        "encoder_ffn_dim", "decoder_ffn_dim", "activation_function", "dropout", "attention_dropout",
+        "activation_dropout", "vocab_size")}
+    arch["tie_word_embeddings"] = config.get("tie_word_embeddings", True)
+    if config.get("normalize_before"):
+        arch["norm"] = "pre-LN: x + Sublayer(LayerNorm(x)), final LayerNorm on each stack"
+    else:
+        arch["norm"] = "post-LN, as in the paper: LayerNorm(x + Sublayer(x))"
+    count = count_parameters(model_dir)
+    arch["parameters"] = "unknown" if not count else f"{count:,} ({count / 1e6:.1f}M)" if count >= 1e6 else f"{count:,}"
+    return arch
+
+
+def count_parameters(model_dir: str | os.PathLike) -> int | None:
+    """Number of parameters stored in the folder's safetensors files (tied weights count once), read from their
+    headers without loading the tensors; None when there are none."""
+    from safetensors import safe_open
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    for file in files:
+        with safe_open(str(file), framework="pt") as weights:
+            for name in weights.keys():
+                shape = weights.get_slice(name).get_shape()
+                size = 1
+                for dim in shape:
+                    size *= dim
+                total += size
+    return total
+
+
+def _tokenizer_description(model_dir: Path) -> str | None:
+    path = model_dir / "tokenizer.json"
+    if not path.is_file():
+        return None
+    tokenizer = json.loads(path.read_text(encoding="utf-8"))
+    model = (tokenizer.get("model") or {}).get("type", "")
+    pre = tokenizer.get("pre_tokenizer") or {}
+    byte_level = pre.get("type") == "ByteLevel" or any(
+        p.get("type") == "ByteLevel" for p in pre.get("pretokenizers", []) or [])
+    if model == "BPE":
+        return "byte-level BPE shared by source and target" if byte_level else "BPE shared by source and target"
+    return f"{model} shared by source and target" if model else None
+
+
+def _recipe(training_args: Any) -> list[tuple[str, str]]:
+    """(name, value) rows of the recipe from training arguments, a dict of their values, or rows already made."""
+    if training_args is None:
+        return []
+    if isinstance(training_args, (list, tuple)):  # rows, as save_model_card keeps them
+        return [tuple(row) for row in training_args]
+    def get(field):
+        value = training_args.get(field) if isinstance(training_args, Mapping) else getattr(training_args, field, None)
+        return value.value if isinstance(value, Enum) else value
+
+    ignored = set()
+    if (get("max_steps") or -1) > 0:
+        ignored.add("num_train_epochs")  # the Trainer ignores it then
+    if get("max_tokens_per_batch"):
+        ignored.add("per_device_train_batch_size")  # token batching replaces it
+    rows = []
+    for field, label in RECIPE_FIELDS.items():
+        value = get(field)
+        if value is None or field in ignored or value in _UNSET.get(field, ()):
+            continue
+        rows.append((label, _setting(value)))
+    return rows
+
+
+def _plain(value: Any) -> Any:
+    """A metric value as JSON can hold it (numpy scalars become Python numbers)."""
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, (bool, int)) else value
+
+
+def _number(value: Any) -> str:
+    """A score or count for the card: 35.12, 29,000; a dash for none."""
+    if value is None:
+        return "–"
+    if isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer()):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def _setting(value: Any) -> str:
+    """A hyperparameter as written on a command line: 0.0007, 1e-09, 0.98, yes."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value.value if isinstance(value, Enum) else value)
+
+
+def _language_name(code: str | None) -> str | None:
+    return _LANGUAGES.get(code.lower(), code) if code else None
+
+
+def _is_hub_name(name: str) -> bool:
+    """Whether a dataset name looks like a Hub id ("wmt14", "bentrevett/multi30k"), not a local path."""
+    return not os.path.exists(name) and name.count("/") <= 1 and not name.startswith((".", "/", "~"))

@@ -1,0 +1,166 @@
+"""A translation pipeline for transformers v5, which removed `pipeline("translation")` and "text2text-generation".
+
+Two ways to reach it:
+
+* with this package imported, through the pipeline registry, no remote code involved:
+  `pipeline("machine-translation", model=DIR_OR_REPO)`;
+* without the package, from the copy of this file that `save_translation_pipeline` puts next to every saved model
+  (recorded under `custom_pipelines` in its config.json): `pipeline(model=DIR_OR_REPO, trust_remote_code=True)`,
+  or `pipeline("translation", model=DIR_OR_REPO, trust_remote_code=True)`.
+
+The two task names differ on purpose. transformers looks a task up in the model's `custom_pipelines` before its
+registry, and there it insists on `trust_remote_code=True`, even for a registered class: under one shared name the
+registry could never be used without remote code. For the same reason `pipeline(model=DIR)`, which takes its task
+from `custom_pipelines`, asks for `trust_remote_code=True` with the package imported too. The registry refuses
+"translation" ("removed in v5"); a custom pipeline may take that name, which gives remote-code users the v4 one.
+
+This module imports only the standard library, torch and transformers (and its dependency tqdm), so that it works as
+remote code from the Hub.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForSeq2SeqLM, GenerationConfig, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+
+TASK = "machine-translation"
+"""The name registered with `PIPELINE_REGISTRY` (used with the package imported)."""
+
+SAVED_TASK = "translation"
+"""The name recorded in a saved model's `config.json` `custom_pipelines` (used with `trust_remote_code=True`)."""
+
+
+class TranslationPipeline(Pipeline):
+    """Translate text with an encoder-decoder's `generate()`: beam search with the model's generation config
+    (the paper's 4 beams and length penalty 0.6 for this package's models), 4 beams where it sets none.
+
+    >>> translator = pipeline("machine-translation", model="path/to/model")  # doctest: +SKIP
+    >>> translator(["Ein Hund läuft.", "Zwei Katzen schlafen."], batch_size=16)  # doctest: +SKIP
+    [{'translation_text': 'A dog runs.'}, {'translation_text': 'Two cats sleep.'}]
+
+    Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
+    a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
+    `return_tensors=True` for `translation_token_ids` instead of text, and any `generate()` argument
+    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call.
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_video_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = True
+    _pipeline_calls_generate = True
+    _default_generation_config = GenerationConfig(num_beams=4)
+    return_name = "translation"
+
+    def _sanitize_parameters(
+        self, truncation=None, return_tensors=None, clean_up_tokenization_spaces=None, **generate_kwargs
+    ):
+        preprocess_params = {} if truncation is None else {"truncation": truncation}
+        postprocess_params = {}
+        if return_tensors is not None:
+            postprocess_params["return_tensors"] = return_tensors
+        if clean_up_tokenization_spaces is not None:
+            postprocess_params["clean_up_tokenization_spaces"] = clean_up_tokenization_spaces
+        return preprocess_params, generate_kwargs, postprocess_params
+
+    def __call__(self, inputs, **kwargs):
+        """Translate one string or a list of strings; `batch_size=N` batches a list (padding each batch)."""
+        if isinstance(inputs, tuple):
+            inputs = list(inputs)
+        if isinstance(inputs, list) and not inputs:
+            return []
+        result = super().__call__(inputs, **kwargs)
+        if isinstance(inputs, list) and all(len(records) == 1 for records in result):
+            return [records[0] for records in result]
+        return result
+
+    def preprocess(self, text, truncation=False):
+        if not isinstance(text, str):
+            raise TypeError(f"{type(self).__name__} translates strings, got {type(text).__name__}: {text!r}")
+        encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt")
+        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+
+    def _forward(self, model_inputs, **generate_kwargs):
+        generate_kwargs = self._prepare_generate_kwargs(generate_kwargs)
+        output = self.model.generate(**model_inputs, **generate_kwargs)
+        output_ids = output if isinstance(output, torch.Tensor) else output.sequences
+        batch_size = model_inputs["input_ids"].shape[0]
+        return {"output_ids": output_ids.reshape(batch_size, -1, output_ids.shape[-1])}
+
+    def postprocess(self, model_outputs, return_tensors=False, clean_up_tokenization_spaces=False):
+        records = []
+        for output_ids in model_outputs["output_ids"][0]:
+            if return_tensors:
+                records.append({f"{self.return_name}_token_ids": output_ids})
+            else:
+                text = self.tokenizer.decode(
+                    output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
+                )
+                records.append({f"{self.return_name}_text": text})
+        return records
+
+    def save_pretrained(self, save_directory, **kwargs):
+        """Save the model and tokenizer, then this pipeline as the folder's custom pipeline (`SAVED_TASK`)."""
+        self.model.save_pretrained(save_directory, **kwargs)
+        self.tokenizer.save_pretrained(save_directory, **kwargs)
+        save_translation_pipeline(save_directory)
+
+
+def translate_sentences(translator, sentences, *, batch_size=32, progress=False, **call_kwargs):
+    """Translate `sentences` with `translator` (a `TranslationPipeline`) in batches of similar length, longest
+    first, and return one line per sentence in input order: blank sentences stay blank, line breaks in a
+    translation become spaces. `progress` shows a tqdm bar on stderr."""
+    from tqdm.auto import tqdm
+
+    todo = [i for i, sentence in enumerate(sentences) if sentence.strip()]
+    lengths = translator.tokenizer([sentences[i] for i in todo], add_special_tokens=False, return_length=True)["length"]
+    order = [i for _, i in sorted(zip(lengths, todo), key=lambda pair: -pair[0])]
+    translations = [""] * len(sentences)
+    with tqdm(total=len(order), unit="sentence", disable=not progress) as bar:
+        outputs = translator((sentences[i].strip() for i in order), batch_size=batch_size, **call_kwargs)
+        for i, records in zip(order, outputs):
+            translations[i] = " ".join(records[0]["translation_text"].split())
+            bar.update(1)
+    return translations
+
+
+def save_translation_pipeline(model_dir) -> Path:
+    """Attach the translation pipeline to a saved model folder: copy this file into it and record it under
+    `custom_pipelines` in its config.json, so that `pipeline(model=model_dir, trust_remote_code=True)` translates
+    where this package is not installed. Idempotent; call it after every `save_pretrained` of the model (which
+    keeps `custom_pipelines` in the config but does not copy this file). Returns the copied file's path."""
+    model_dir = Path(model_dir)
+    config_file = model_dir / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"No config.json in {model_dir}: save the model there (save_pretrained) first.")
+    source = Path(__file__)
+    target = model_dir / source.name
+    if not target.exists() or not target.samefile(source):
+        shutil.copyfile(source, target)
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["custom_pipelines"] = {
+        SAVED_TASK: {
+            "impl": f"{source.stem}.{TranslationPipeline.__name__}",
+            "pt": ["AutoModelForSeq2SeqLM"],
+            "type": "text",
+        }
+    }
+    # The layout of PreTrainedConfig.to_json_file, so a later save_pretrained rewrites the file unchanged.
+    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return target
+
+
+def register_translation_pipeline() -> None:
+    """Register `TranslationPipeline` as `TASK`; done on import, a no-op when the task is registered already (by
+    the package, or by a copy of this file loaded as remote code)."""
+    if TASK not in PIPELINE_REGISTRY.supported_tasks:
+        PIPELINE_REGISTRY.register_pipeline(
+            TASK, pipeline_class=TranslationPipeline, pt_model=AutoModelForSeq2SeqLM, type="text"
+        )
+
+
+register_translation_pipeline()

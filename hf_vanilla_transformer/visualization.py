@@ -1,0 +1,196 @@
+"""Pictures of a trained model, as the Annotated Transformer draws them: attention weights of the encoder's
+self-attention, the decoder's masked self-attention and the decoder's attention over the source (cross-attention)
+as heatmaps, one per layer and head, and the sinusoidal position encodings [3.5].
+
+Layers and heads are numbered from 1 here, as in the paper's figures ("layer 5 of 6"). Figures are built with
+matplotlib's object-oriented API, not pyplot: no backend is switched, and PNGs are drawn by Agg.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from matplotlib.figure import Figure
+
+from .modeling_vanilla_transformer import sinusoidal_encoding
+
+KINDS = {
+    "encoder": ("Encoder self-attention", "source", "source"),
+    "decoder": ("Decoder self-attention (masked)", "target (decoder input)", "target (decoder input)"),
+    "cross": ("Decoder cross-attention over the source", "target (decoder input)", "source"),
+}
+"""kind -> (title, query axis, key axis)."""
+
+
+@dataclass
+class AttentionMaps:
+    """Attention weights of one sentence pair, each of shape (layers, heads, queries, keys)."""
+
+    source_tokens: list[str]
+    target_tokens: list[str]
+    encoder: torch.Tensor
+    decoder: torch.Tensor
+    cross: torch.Tensor
+
+    def weights(self, kind: str) -> tuple[torch.Tensor, list[str], list[str]]:
+        """(weights, query tokens, key tokens) of `kind`: "encoder", "decoder" or "cross"."""
+        if kind == "encoder":
+            return self.encoder, self.source_tokens, self.source_tokens
+        if kind == "decoder":
+            return self.decoder, self.target_tokens, self.target_tokens
+        if kind == "cross":
+            return self.cross, self.target_tokens, self.source_tokens
+        raise ValueError(f"Unknown attention kind {kind!r}; choose from {sorted(KINDS)}.")
+
+
+@torch.no_grad()
+def compute_attention(model, tokenizer, sentence: str, target: str | None = None, **generate_kwargs) -> AttentionMaps:
+    """Attention weights for `sentence` and its translation: `target` if given, else the model's own (`generate`
+    with `generate_kwargs`), fed to the decoder in one teacher-forced pass. The decoder's inputs are the start
+    token and the translation's tokens (without the final `</s>`); the source keeps its `</s>`.
+
+    The model is switched to eager attention, the one implementation that returns its weights.
+    """
+    if not sentence.strip():
+        raise ValueError("The sentence to translate is empty.")
+    model.eval()
+    if model.config._attn_implementation != "eager":
+        model.set_attn_implementation("eager")
+    source = tokenizer(sentence, return_tensors="pt").to(model.device)
+    start = model.config.decoder_start_token_id
+    if target is None:
+        generated = model.generate(**source, **generate_kwargs)[0].tolist()
+        target_ids = [token for token in generated[1:] if token != model.config.pad_token_id]
+    else:
+        target_ids = tokenizer(target)["input_ids"]
+    if target_ids and target_ids[-1] == model.config.eos_token_id:
+        target_ids = target_ids[:-1]
+    decoder_input_ids = torch.tensor([[start, *target_ids]], device=model.device)
+    outputs = model(**source, decoder_input_ids=decoder_input_ids, output_attentions=True, use_cache=False)
+
+    def stack(per_layer):
+        return torch.stack([layer[0] for layer in per_layer]).float().cpu()
+
+    return AttentionMaps(
+        source_tokens=token_labels(tokenizer, source["input_ids"][0].tolist()),
+        target_tokens=token_labels(tokenizer, decoder_input_ids[0].tolist()),
+        encoder=stack(outputs.encoder_attentions),
+        decoder=stack(outputs.decoder_attentions),
+        cross=stack(outputs.cross_attentions),
+    )
+
+
+def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
+    """Readable labels for token ids: each token decoded on its own (byte-level pieces become text), stripped."""
+    special = set(tokenizer.all_special_ids)
+    labels = []
+    for token_id in ids:
+        if token_id in special:
+            labels.append(tokenizer.convert_ids_to_tokens(token_id))
+        else:
+            labels.append(tokenizer.decode([token_id]).strip() or "␣")
+    return labels
+
+
+def plot_attention(
+    maps: AttentionMaps,
+    kind: str,
+    path: str | os.PathLike,
+    *,
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | None = None,
+) -> Path:
+    """Save `attention_figure(maps, kind, layers=layers, heads=heads)` as a PNG at `path`; returns the path."""
+    return _save(attention_figure(maps, kind, layers=layers, heads=heads), path)
+
+
+def attention_figure(
+    maps: AttentionMaps, kind: str, *, layers: Sequence[int] | None = None, heads: Sequence[int] | None = None
+) -> Figure:
+    """A grid of heatmaps of `kind` attention ("encoder", "decoder", "cross"): a row per layer, a column per head
+    (numbered from 1; default all). Rows of a heatmap are the attending positions (queries), columns the
+    attended ones (keys); each row sums to 1."""
+    weights, query_tokens, key_tokens = maps.weights(kind)
+    title, query_axis, key_axis = KINDS[kind]
+    num_layers, num_heads = weights.shape[:2]
+    layers = _check_indices(layers, num_layers, "layer")
+    heads = _check_indices(heads, num_heads, "head")
+
+    cell = max(2.4, 0.22 * max(len(query_tokens), len(key_tokens)))
+    figure = Figure(figsize=(cell * len(heads) + 1.2, cell * len(layers) + 0.9), layout="constrained")
+    axes = figure.subplots(len(layers), len(heads), squeeze=False)
+    image = None
+    for row, layer in enumerate(layers):
+        for column, head in enumerate(heads):
+            ax = axes[row][column]
+            image = ax.imshow(weights[layer - 1, head - 1].numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            ax.set_title(f"layer {layer}/{num_layers}, head {head}/{num_heads}", fontsize=9)
+            ax.set_xticks(range(len(key_tokens)))
+            ax.set_yticks(range(len(query_tokens)))
+            ax.set_xticklabels(key_tokens if row == len(layers) - 1 else [], rotation=90, fontsize=7)
+            ax.set_yticklabels(query_tokens if column == 0 else [], fontsize=7)
+            ax.tick_params(length=0)
+        axes[row][0].set_ylabel(query_axis, fontsize=8)
+    for column in range(len(heads)):
+        axes[-1][column].set_xlabel(key_axis, fontsize=8)
+    figure.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    figure.suptitle(title)
+    return figure
+
+
+def plot_positional_encoding(
+    d_model: int,
+    path: str | os.PathLike,
+    *,
+    max_positions: int = 100,
+    dimensions: Sequence[int] = (4, 5, 6, 7),
+) -> Path:
+    """Save `positional_encoding_figure(...)` as a PNG at `path`; returns the path."""
+    return _save(positional_encoding_figure(d_model, max_positions=max_positions, dimensions=dimensions), path)
+
+
+def positional_encoding_figure(
+    d_model: int, *, max_positions: int = 100, dimensions: Sequence[int] = (4, 5, 6, 7)
+) -> Figure:
+    """The sinusoidal encodings [3.5] of positions 0..max_positions-1: a heatmap of all `d_model` dimensions, and
+    the curves of `dimensions` (sine for even, cosine for odd ones, each at its own wavelength) as the Annotated
+    Transformer plots them."""
+    bad = [d for d in dimensions if not 0 <= d < d_model]
+    if bad:
+        raise ValueError(f"Dimensions {bad} are outside 0..{d_model - 1}.")
+    encoding = sinusoidal_encoding(torch.arange(max_positions), d_model).numpy()
+    figure = Figure(figsize=(10, 8), layout="constrained")
+    heatmap, curves = figure.subplots(2, 1)
+    image = heatmap.imshow(encoding, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    heatmap.set_xlabel("dimension (even: sin, odd: cos)")
+    heatmap.set_ylabel("position")
+    heatmap.set_title(f"Sinusoidal position encodings, d_model = {d_model}")
+    figure.colorbar(image, ax=heatmap, label="value")
+    for dimension in dimensions:
+        curves.plot(range(max_positions), encoding[:, dimension], label=f"dim {dimension}")
+    curves.set_xlabel("position")
+    curves.set_ylabel("value")
+    curves.set_title("Encoding of chosen dimensions by position")
+    curves.legend(loc="upper right")
+    curves.set_xlim(0, max_positions - 1)
+    return figure
+
+
+def _check_indices(chosen: Sequence[int] | None, count: int, name: str) -> list[int]:
+    if chosen is None:
+        return list(range(1, count + 1))
+    bad = [index for index in chosen if not 1 <= index <= count]
+    if bad or not chosen:
+        raise ValueError(f"Choose {name}s from 1 to {count} (numbered from 1); got {list(chosen)}.")
+    return list(chosen)
+
+
+def _save(figure: Figure, path: str | os.PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path

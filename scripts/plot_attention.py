@@ -1,0 +1,84 @@
+#!/usr/bin/env python
+"""Draw a model's attention on one sentence and its position encodings, as PNG files.
+
+    python scripts/plot_attention.py runs/de-en "Ein Hund läuft über die Wiese."
+    python scripts/plot_attention.py runs/de-en "Ein Hund läuft." --layers 1 6 --heads 1 2 3 4 -o plots/
+    python scripts/plot_attention.py runs/de-en "Ein Hund läuft." --target "A dog runs."
+
+Writes to --output_dir: encoder_self_attention.png, decoder_self_attention.png, cross_attention.png (a heatmap per
+chosen layer and head; rows attend, columns are attended to) and positional_encoding.png. The target is the model's
+own beam-search translation unless --target gives one. Layers and heads are numbered from 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+FILES = {
+    "encoder": "encoder_self_attention.png",
+    "decoder": "decoder_self_attention.png",
+    "cross": "cross_attention.png",
+}
+
+
+def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", metavar="MODEL", help="a saved model directory or a Hub repo id")
+    parser.add_argument("sentence", metavar="SENTENCE", help="the source sentence")
+    parser.add_argument("--target", help="a translation to draw instead of the model's own")
+    parser.add_argument("-o", "--output_dir", default="attention_plots", help="where to write the PNGs")
+    parser.add_argument("--layers", type=int, nargs="+", metavar="N", help="layers to draw, from 1 (default: all)")
+    parser.add_argument("--heads", type=int, nargs="+", metavar="N", help="heads to draw, from 1 (default: all)")
+    parser.add_argument("--kinds", nargs="+", choices=sorted(FILES), default=["encoder", "decoder", "cross"],
+                        help="which attentions to draw (default: all three)")
+    parser.add_argument("--max_positions", type=int, default=100,
+                        help="positions in the position-encoding plot (default: 100)")
+    parser.add_argument("--dimensions", type=int, nargs="+", default=[4, 5, 6, 7], metavar="D",
+                        help="encoding dimensions to draw as curves (default: 4 5 6 7, as the Annotated Transformer)")
+    parser.add_argument("--revision", default=None, help="branch, tag or commit of a Hub model")
+    args = parser.parse_args(argv)
+    if not args.sentence.strip():
+        parser.error("The sentence is empty.")
+    return args, parser
+
+
+def main(argv: list[str] | None = None) -> list[Path]:
+    args, parser = parse_arguments(argv)
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_vanilla_transformer  # noqa: F401  (registers the model)
+    from hf_vanilla_transformer.hub import model_location
+    from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
+
+    try:
+        location = model_location(args.model)
+        tokenizer = AutoTokenizer.from_pretrained(location, revision=args.revision)
+        model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
+    except (OSError, ValueError) as error:
+        parser.error(f"Cannot load a model from {args.model}: {error}")
+
+    maps = compute_attention(model, tokenizer, args.sentence, target=args.target)
+    print(f"source: {' '.join(maps.source_tokens)}")
+    print(f"target: {' '.join(maps.target_tokens)}")
+    output_dir = Path(args.output_dir)
+    written = []
+    try:
+        for kind in args.kinds:
+            written.append(plot_attention(maps, kind, output_dir / FILES[kind], layers=args.layers, heads=args.heads))
+        written.append(plot_positional_encoding(
+            model.config.d_model, output_dir / "positional_encoding.png",
+            max_positions=args.max_positions, dimensions=args.dimensions,
+        ))
+    except ValueError as error:
+        parser.error(str(error))
+    for path in written:
+        print(f"wrote {path}")
+    return written
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+#!/usr/bin/env python
+"""Push a saved translation model (a training run's --output_dir) to the Hugging Face Hub.
+
+    python scripts/push_to_hub.py runs/de-en your-name/transformer-de-en
+    python scripts/push_to_hub.py runs/de-en your-org/transformer-de-en --private --revision v1
+
+Uploads the model, tokenizer, generation config, the model's code (for trust_remote_code=True), the translation
+pipeline and the model card (README.md, rendered again with the repository's id), leaving checkpoints out. The
+token is HF_TOKEN or the one `hf auth login` saved, unless --token is given; HF_ENDPOINT selects another Hub.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model_dir", metavar="DIR", help="the saved model directory")
+    parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub repository, namespace/name (created if needed)")
+    parser.add_argument("--private", action="store_true", default=None,
+                        help="create the repository private (an existing one keeps its visibility)")
+    parser.add_argument("--revision", default=None, help="branch to push to, created from main if needed")
+    parser.add_argument("--token", default=None, help="a Hub token (default: HF_TOKEN or `hf auth login`'s)")
+    parser.add_argument("--commit_message", default="Upload translation model", help="the commit's title")
+    parser.add_argument("--create_pr", action="store_true", help="open a pull request instead of committing")
+    card = parser.add_argument_group("model card", "fill in or correct what the card says (else: as saved)")
+    card.add_argument("--source_lang", help="source language code, e.g. de")
+    card.add_argument("--target_lang", help="target language code, e.g. en")
+    card.add_argument("--dataset_name", help="the training data's Hub dataset id")
+    card.add_argument("--license", help="the model's license (default apache-2.0)")
+    return parser.parse_args(argv), parser
+
+
+def main(argv: list[str] | None = None):
+    args, parser = parse_arguments(argv)
+    from hf_vanilla_transformer.hub import check_model_dir, push_model_dir
+
+    try:
+        check_model_dir(args.model_dir)
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    card_overrides = {key: value for key in ("source_lang", "target_lang", "dataset_name", "license")
+                      if (value := getattr(args, key)) is not None}
+    commit = push_model_dir(
+        args.model_dir,
+        args.repo_id,
+        token=args.token,
+        private=args.private,
+        revision=args.revision,
+        commit_message=args.commit_message,
+        create_pr=args.create_pr,
+        card_overrides=card_overrides,
+    )
+    print(commit.pr_url or commit.commit_url)
+    return commit
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Push a trained model folder to a Hub-API-compatible server on 127.0.0.1 (tests/hub_server.py), pull it back with
+`from_pretrained` and `pipeline` with the package imported and, where it cannot be imported, with
+`trust_remote_code=True` only: the same translations. Real huggingface_hub and transformers code paths, in
+subprocesses whose only link to the server is HF_ENDPOINT and HF_TOKEN."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import pipeline
+
+import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.model_card import save_model_card
+from hf_vanilla_transformer.pipeline_translation import TASK
+from hub_server import hub_server  # noqa: F401  (fixture)
+from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
+
+REPO = Path(__file__).resolve().parents[1]
+REPO_ID = "user/vanilla-transformer-de-en"
+
+TRANSLATE = f"""
+import json
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+
+SOURCES = {SOURCES!r}
+
+def generated(model, tokenizer):
+    return [tokenizer.decode(model.generate(**tokenizer(s, return_tensors="pt"))[0], skip_special_tokens=True)
+            for s in SOURCES]
+
+def piped(translator):
+    return [record["translation_text"] for record in translator(SOURCES, batch_size=2)]
+"""
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory):
+    """The main model (with a card, as training leaves it) and a second one for branch v1; their translations."""
+    root = tmp_path_factory.mktemp("roundtrip")
+    main = make_tiny_model_dir(root / "main", seed=0)
+    save_model_card(main, source_lang="de", target_lang="en", metrics={"eval_bleu": 1.5, "eval_chrf": 10.25})
+    (main / "checkpoint-10").mkdir()  # left out of the upload, as by Trainer.push_to_hub
+    (main / "checkpoint-10" / "optimizer.pt").write_bytes(b"0" * 16)
+    v1 = make_tiny_model_dir(root / "v1", seed=1)
+    expected = {name: [r["translation_text"] for r in pipeline(TASK, model=str(path))(SOURCES)]
+                for name, path in (("main", main), ("v1", v1))}
+    assert expected["main"] != expected["v1"]
+    return main, v1, expected
+
+
+def test_push_and_pull_back(hub_server, model_dirs, tmp_path):  # noqa: F811
+    main, v1, expected = model_dirs
+    with_package = {"PYTHONPATH": str(REPO)}
+
+    # 1. the push script, private, to main
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(main), REPO_ID, "--private"],
+        env=hub_server.env(tmp_path / "push_home", **with_package), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().startswith(hub_server.url)
+
+    # 2. with the package: from_pretrained and the registered pipeline; then push another model to a new branch
+    proc = hub_server.run_python(TRANSLATE + f"""
+import hf_vanilla_transformer
+from huggingface_hub import HfApi, ModelCard, hf_hub_download
+from transformers import Seq2SeqTrainingArguments
+from hf_vanilla_transformer.hub import push_from_training_args
+
+model = AutoModelForSeq2SeqLM.from_pretrained({REPO_ID!r})
+assert type(model) is hf_vanilla_transformer.VanillaTransformerForConditionalGeneration, type(model)
+tokenizer = AutoTokenizer.from_pretrained({REPO_ID!r})
+card = ModelCard.load(hf_hub_download({REPO_ID!r}, "README.md"))
+result = {{
+    "private": HfApi().model_info({REPO_ID!r}).private,
+    "files": sorted(HfApi().list_repo_files({REPO_ID!r})),
+    "generated": generated(model, tokenizer),
+    "piped": piped(pipeline({TASK!r}, model={REPO_ID!r})),
+    "card": [card.data.pipeline_tag, card.data.library_name, card.data.language, card.data.model_name,
+             'pipeline(model="{REPO_ID}", trust_remote_code=True)' in card.text],
+}}
+# what the training script does with --push_to_hub --hub_model_id ... --hub_revision v1
+push_from_training_args(Seq2SeqTrainingArguments(output_dir={str(v1)!r}, hub_model_id={REPO_ID!r}, hub_revision="v1",
+                                                 report_to=[]))
+print(json.dumps(result))
+""", hf_home=tmp_path / "package_home", env=with_package)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["private"] is True
+    assert {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+            "README.md", "configuration_vanilla_transformer.py", "modeling_vanilla_transformer.py",
+            "pipeline_translation.py"} <= set(result["files"])
+    assert not any(name.startswith("checkpoint-") for name in result["files"])
+    assert result["card"] == ["translation", "transformers", ["de", "en"], REPO_ID.split("/")[1], True]
+    assert result["generated"] == expected["main"]
+    assert result["piped"] == expected["main"]
+
+    # 3. without the package: trust_remote_code=True only, main and branch v1
+    proc = hub_server.run_python(TRANSLATE + f"""
+from huggingface_hub import HfApi
+
+model = AutoModelForSeq2SeqLM.from_pretrained({REPO_ID!r}, trust_remote_code=True)
+assert type(model).__module__.startswith("transformers_modules"), type(model)
+tokenizer = AutoTokenizer.from_pretrained({REPO_ID!r}, trust_remote_code=True)
+translator = pipeline(model={REPO_ID!r}, trust_remote_code=True)
+assert type(translator).__module__.startswith("transformers_modules"), type(translator)
+print(json.dumps({{
+    "generated": generated(model, tokenizer),
+    "piped": piped(translator),
+    "v1": piped(pipeline(model={REPO_ID!r}, revision="v1", trust_remote_code=True)),
+    "branches": sorted(branch.name for branch in HfApi().list_repo_refs({REPO_ID!r}).branches),
+}}))
+""", hf_home=tmp_path / "remote_home", hide_modules=("hf_vanilla_transformer",))
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["generated"] == expected["main"]
+    assert result["piped"] == expected["main"]
+    assert result["v1"] == expected["v1"]
+    assert result["branches"] == ["main", "v1"]
+    assert hub_server.unhandled == []
+
+
+def test_push_script_errors(tmp_path, capsys):
+    push_script = load_script("push_to_hub")
+    with pytest.raises(SystemExit) as exit_info:
+        push_script.main([str(tmp_path / "nope"), "user/x"])
+    assert exit_info.value.code == 2 and "No model directory" in capsys.readouterr().err
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(SystemExit) as exit_info:
+        push_script.main([str(tmp_path), "user/x"])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "lacks the weights" in error and "tokenizer" in error

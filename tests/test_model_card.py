@@ -1,0 +1,128 @@
+"""The model card: Hub metadata (license, languages, datasets, tags, library, pipeline tag, model-index with BLEU and
+chrF) and a body with the architecture, recipe, data, loading instructions and limitations."""
+
+import json
+
+import pytest
+from huggingface_hub import ModelCard
+from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments
+
+import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.model_card import (
+    CARD_INPUTS_FILE,
+    count_parameters,
+    create_model_card,
+    save_model_card,
+    update_model_card,
+)
+from tiny_translation_model import make_tiny_model_dir
+
+METRICS = {"eval_bleu": 27.3456, "eval_chrf": 55.5, "eval_samples": 1014, "test_bleu": 26.0, "test_chrf": 54.25,
+           "test_samples": 1000, "train_samples": 29000, "epoch": 12.0, "train_loss": 3.21}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_tiny_model_dir(tmp_path_factory.mktemp("card") / "model")
+
+
+@pytest.fixture(scope="module")
+def training_args(tmp_path_factory):
+    return Seq2SeqTrainingArguments(
+        output_dir=str(tmp_path_factory.mktemp("run")), learning_rate=7e-4, lr_scheduler_type="inverse_sqrt",
+        warmup_steps=4000, adam_beta2=0.98, adam_epsilon=1e-9, label_smoothing_factor=0.1, max_steps=100_000,
+        num_train_epochs=3, report_to=[],
+    )
+
+
+@pytest.fixture(scope="module")
+def card(model_dir, training_args):
+    path = save_model_card(model_dir, source_lang="de", target_lang="en", dataset_name="bentrevett/multi30k",
+                           metrics=METRICS, training_args=training_args, repo_id="user/transformer-de-en",
+                           tags=["multi30k"])
+    assert path == model_dir / "README.md"
+    return ModelCard.load(path)
+
+
+def test_metadata(card):
+    data = card.data.to_dict()
+    assert data["license"] == "apache-2.0"
+    assert data["language"] == ["de", "en"]
+    assert data["datasets"] == ["bentrevett/multi30k"]
+    assert data["library_name"] == "transformers"
+    assert data["pipeline_tag"] == "translation"
+    assert {"translation", "multi30k"} <= set(data["tags"])
+
+
+def test_model_index_has_bleu_and_chrf(card):
+    results = {(r.dataset_split, r.metric_type): r for r in card.data.eval_results}
+    assert card.data.model_name == "transformer-de-en"
+    assert {key: r.metric_value for key, r in results.items()} == {
+        ("validation", "bleu"): 27.35, ("validation", "chrf"): 55.5, ("test", "bleu"): 26.0, ("test", "chrf"): 54.25}
+    bleu = results["validation", "bleu"]
+    assert (bleu.task_type, bleu.dataset_type, bleu.metric_name) == ("translation", "bentrevett/multi30k", "BLEU")
+    assert "| validation | 27.35 | 55.50 | 1,014 |" in card.text
+
+
+def test_body_architecture(card, model_dir):
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    assert count_parameters(model_dir) == model.num_parameters()
+    for row in ("| Encoder / decoder layers | 2 / 2 |", "| d_model | 32 |",
+                "| Attention heads (encoder / decoder) | 4 / 4 |", "| d_ff (encoder / decoder) | 64 / 64 |", f"| Parameters | {model.num_parameters():,} |",
+                "post-LN, as in the paper", "| Vocabulary | 300 tokens, byte-level BPE"):
+        assert row in card.text, row
+
+
+def test_body_recipe_data_usage_limitations(card):
+    text = card.text
+    for row in ("| Learning rate | 0.0007 |", "| Learning-rate schedule | inverse_sqrt |", "| Warmup steps | 4000 |",
+                "| Adam beta2 | 0.98 |", "| Label smoothing | 0.1 |", "| Training steps | 100000 |",
+                "- Training sentence pairs: 29,000"):
+        assert row in text, row
+    assert "| Epochs |" not in text  # max_steps wins over num_train_epochs in the Trainer
+    assert "German → English" in text and "https://huggingface.co/datasets/bentrevett/multi30k" in text
+    assert 'pipeline("machine-translation", model="user/transformer-de-en")' in text
+    assert 'pipeline(model="user/transformer-de-en", trust_remote_code=True)' in text
+    assert 'AutoModelForSeq2SeqLM.from_pretrained("user/transformer-de-en", trust_remote_code=True)' in text
+    assert "## Limitations" in text and "Attention Is All You Need" in text
+
+
+def test_pre_ln_and_no_metrics(tmp_path):
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    config = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps({**config, "normalize_before": True}))
+    card = create_model_card(model_dir, source_lang="en", target_lang="fr")
+    assert "pre-LN" in card.text and "post-LN" not in card.text
+    assert "has not been evaluated" in card.text and card.data.eval_results is None
+    assert card.data.to_dict()["language"] == ["en", "fr"]
+
+
+def test_metrics_default_to_all_results_json(tmp_path):
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    (model_dir / "all_results.json").write_text(json.dumps({"eval_bleu": 12.5, "eval_chrf": 40.0}))
+    card = create_model_card(model_dir, source_lang="de", target_lang="en")
+    assert sorted(r.metric_value for r in card.data.eval_results) == [12.5, 40.0]
+
+
+def test_update_model_card_renders_again_with_a_repo_id(model_dir, card):
+    inputs = json.loads((model_dir / CARD_INPUTS_FILE).read_text())
+    assert inputs["source_lang"] == "de" and inputs["metrics"]["eval_bleu"] == METRICS["eval_bleu"]
+    update_model_card(model_dir, repo_id="org/renamed")
+    updated = ModelCard.load(model_dir / "README.md")
+    assert updated.data.model_name == "renamed" and 'model="org/renamed"' in updated.text
+    assert "| Learning rate | 0.0007 |" in updated.text  # the recipe survives without the training arguments
+    assert [r.metric_value for r in updated.data.eval_results] == [r.metric_value for r in card.data.eval_results]
+
+
+def test_update_keeps_a_foreign_card_unless_told_more(tmp_path):
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    (model_dir / "README.md").write_text("# a card written by hand\n")
+    assert update_model_card(model_dir, repo_id="user/x") is None
+    assert (model_dir / "README.md").read_text() == "# a card written by hand\n"
+    update_model_card(model_dir, repo_id="user/x", source_lang="de", target_lang="en")
+    assert ModelCard.load(model_dir / "README.md").data.language == ["de", "en"]
+
+
+def test_missing_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        create_model_card(tmp_path)

@@ -1,0 +1,154 @@
+"""The translation pipeline: registered under a task name transformers v5 accepts, saved with the model as custom code,
+batched beam search with the same results as `generate()`, and loadable without the package (trust_remote_code)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+from transformers.pipelines import PIPELINE_REGISTRY, check_task, get_supported_tasks
+
+import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.pipeline_translation import (
+    SAVED_TASK,
+    TASK,
+    TranslationPipeline,
+    save_translation_pipeline,
+    translate_sentences,
+)
+from tiny_translation_model import SOURCES, make_tiny_model_dir
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    path = make_tiny_model_dir(tmp_path_factory.mktemp("tiny") / "model")
+    save_translation_pipeline(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def translator(model_dir):
+    return pipeline(TASK, model=str(model_dir))
+
+
+@pytest.fixture(scope="module")
+def reference(model_dir):
+    """Each source translated on its own by generate() with the model's generation config (4 beams)."""
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    assert model.generation_config.num_beams == 4
+    outputs = []
+    for source in SOURCES:
+        with torch.no_grad():
+            ids = model.generate(**tokenizer(source, return_tensors="pt"))
+        outputs.append(tokenizer.decode(ids[0], skip_special_tokens=True))
+    assert len(set(outputs)) > 1, "the tiny model translates every source alike: a weak reference"
+    return outputs
+
+
+def test_v5_removed_translation_and_accepts_ours():
+    with pytest.raises(KeyError, match="removed"):
+        check_task("translation")
+    assert TASK in get_supported_tasks()
+    assert PIPELINE_REGISTRY.supported_tasks[TASK]["impl"] is TranslationPipeline
+    assert check_task(TASK)[1]["pt"] == (AutoModelForSeq2SeqLM,)
+
+
+def test_registered_pipeline_matches_generate(translator, reference):
+    assert type(translator) is TranslationPipeline
+    assert translator(SOURCES) == [{"translation_text": text} for text in reference]
+
+
+def test_batches_give_the_same_translations(translator, reference):
+    for batch_size in (2, len(SOURCES)):
+        assert [r["translation_text"] for r in translator(SOURCES, batch_size=batch_size)] == reference
+
+
+def test_beam_search_by_default(translator):
+    params = translator._get_set_generation_params(translator._prepare_generate_kwargs({}))
+    assert params["num_beams"] == 4 and params["length_penalty"] == 0.6
+    greedy = translator(SOURCES, num_beams=1)
+    assert len(greedy) == len(SOURCES)  # generate arguments pass through the call
+
+
+def test_output_formats(translator, reference):
+    assert translator(SOURCES[0]) == [{"translation_text": reference[0]}]
+    assert translator([]) == []
+    two = translator(SOURCES[:2], num_return_sequences=2, batch_size=2)
+    assert [len(records) for records in two] == [2, 2] and two[0][0] == {"translation_text": reference[0]}
+    ids = translator(SOURCES[0], return_tensors=True)[0]["translation_token_ids"]
+    assert translator.tokenizer.decode(ids, skip_special_tokens=True) == reference[0]
+    with pytest.raises(TypeError, match="translates strings"):
+        translator([1, 2])
+
+
+def test_translate_sentences_keeps_order_and_blank_lines(translator, reference):
+    lines = [SOURCES[1], "", SOURCES[0], "   ", SOURCES[3], SOURCES[2]]
+    expected = [reference[1], "", reference[0], "", reference[3], reference[2]]
+    assert translate_sentences(translator, lines, batch_size=3) == [" ".join(t.split()) for t in expected]
+
+
+def test_saved_as_custom_pipeline(model_dir, tmp_path):
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["custom_pipelines"] == {
+        SAVED_TASK: {
+            "impl": "pipeline_translation.TranslationPipeline", "pt": ["AutoModelForSeq2SeqLM"], "type": "text"
+        }
+    }
+    assert (model_dir / "pipeline_translation.py").read_text() == Path(
+        hf_vanilla_transformer.pipeline_translation.__file__).read_text()
+    before = (model_dir / "config.json").read_text()
+    save_translation_pipeline(model_dir)  # idempotent
+    assert (model_dir / "config.json").read_text() == before
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        save_translation_pipeline(tmp_path)
+
+
+def test_pipeline_save_pretrained_records_the_custom_pipeline(translator, tmp_path):
+    translator.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert list(config["custom_pipelines"]) == [SAVED_TASK]
+    assert (tmp_path / "pipeline_translation.py").is_file() and (tmp_path / "tokenizer.json").is_file()
+
+
+def test_custom_task_needs_trust_remote_code_with_the_package(model_dir, reference):
+    """transformers checks `custom_pipelines` before its registry and asks for trust_remote_code there; with the
+    package, the registered name works without it, and trust_remote_code=True works too."""
+    with pytest.raises(ValueError, match="trust_remote_code=True"):
+        pipeline(model=str(model_dir))
+    remote = pipeline(model=str(model_dir), trust_remote_code=True)
+    assert type(remote).__module__.startswith("transformers_modules")
+    assert [r["translation_text"] for r in remote(SOURCES, batch_size=2)] == reference
+
+
+def test_pipeline_without_the_package(model_dir, reference, tmp_path):
+    code = f"""
+import json, sys
+sys.modules["hf_vanilla_transformer"] = None  # import hf_vanilla_transformer now raises ImportError
+try:
+    import hf_vanilla_transformer
+except ImportError:
+    pass
+else:
+    raise AssertionError("the package is importable")
+from transformers import pipeline
+translator = pipeline(model={str(model_dir)!r}, trust_remote_code=True)
+assert type(translator).__module__.startswith("transformers_modules"), type(translator)
+assert type(translator.model).__module__.startswith("transformers_modules"), type(translator.model)
+by_name = pipeline({SAVED_TASK!r}, model={str(model_dir)!r}, trust_remote_code=True)
+print(json.dumps([translator({SOURCES!r}, batch_size=2), by_name({SOURCES!r}[:1])]))
+"""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env.update(HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    batched, single = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert batched == [{"translation_text": text} for text in reference]
+    assert single == [{"translation_text": reference[0]}]

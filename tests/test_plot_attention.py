@@ -1,0 +1,91 @@
+"""Attention heatmaps (encoder self-, decoder self-, cross-attention) and the position-encoding plot."""
+
+import matplotlib.image
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
+from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
+
+SENTENCE = SOURCES[0]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_tiny_model_dir(tmp_path_factory.mktemp("plot") / "model")
+
+
+@pytest.fixture(scope="module")
+def model_and_tokenizer(model_dir):
+    return AutoModelForSeq2SeqLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+
+
+@pytest.fixture(scope="module")
+def maps(model_and_tokenizer):
+    return compute_attention(*model_and_tokenizer, SENTENCE)
+
+
+def test_attention_maps(maps, model_and_tokenizer):
+    model, tokenizer = model_and_tokenizer
+    assert model.config._attn_implementation == "eager"  # switched from sdpa, which returns no weights
+    source, target = len(maps.source_tokens), len(maps.target_tokens)
+    assert source == len(tokenizer(SENTENCE)["input_ids"]) and maps.source_tokens[-1] == "</s>"
+    assert maps.target_tokens[0] == "<s>" and "</s>" not in maps.target_tokens
+    assert maps.encoder.shape == (2, 4, source, source)
+    assert maps.decoder.shape == (2, 4, target, target)
+    assert maps.cross.shape == (2, 4, target, source)
+    for weights in (maps.encoder, maps.decoder, maps.cross):
+        torch.testing.assert_close(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    assert torch.equal(maps.decoder, maps.decoder.tril())  # masked: no position attends to a later one
+
+
+def test_attention_maps_of_a_given_target(model_and_tokenizer):
+    maps = compute_attention(*model_and_tokenizer, SENTENCE, target="A dog runs.")
+    assert "".join(maps.target_tokens[1:]).replace("␣", "") == "Adogruns."
+    with pytest.raises(ValueError, match="empty"):
+        compute_attention(*model_and_tokenizer, "  ")
+
+
+def test_plot_attention_grid(maps, tmp_path):
+    everything = matplotlib.image.imread(plot_attention(maps, "cross", tmp_path / "all.png"))
+    chosen = matplotlib.image.imread(plot_attention(maps, "cross", tmp_path / "one.png", layers=[2], heads=[1, 3]))
+    assert everything.shape[0] > chosen.shape[0] and everything.shape[1] > chosen.shape[1]
+    with pytest.raises(ValueError, match="layers from 1 to 2"):
+        plot_attention(maps, "encoder", tmp_path / "bad.png", layers=[3])
+    with pytest.raises(ValueError, match="Unknown attention kind"):
+        plot_attention(maps, "self", tmp_path / "bad.png")
+
+
+def test_plot_positional_encoding(tmp_path):
+    image = matplotlib.image.imread(plot_positional_encoding(32, tmp_path / "pe.png", max_positions=50))
+    assert image.ndim == 3 and image.shape[0] > 400
+    with pytest.raises(ValueError, match="outside 0..31"):
+        plot_positional_encoding(32, tmp_path / "bad.png", dimensions=[40])
+
+
+def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
+    written = load_script("plot_attention").main(
+        [str(model_dir), SENTENCE, "-o", str(tmp_path), "--layers", "1", "2", "--heads", "1", "4"])
+    names = {path.name for path in written}
+    assert names == {"encoder_self_attention.png", "decoder_self_attention.png", "cross_attention.png",
+                     "positional_encoding.png"}
+    for path in written:
+        assert matplotlib.image.imread(path).shape[0] > 100
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["MISSING", SENTENCE], "No model directory at"),
+        (["MODEL", " "], "The sentence is empty"),
+        (["MODEL", SENTENCE, "--heads", "5"], "Choose heads from 1 to 4"),
+    ],
+)
+def test_script_errors(model_dir, tmp_path, capsys, args, message):
+    args = [str(tmp_path / "missing") if a == "MISSING" else str(model_dir) if a == "MODEL" else a for a in args]
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("plot_attention").main([*args, "-o", str(tmp_path)])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err

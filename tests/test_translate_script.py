@@ -1,0 +1,87 @@
+"""scripts/translate.py: a file or stdin, batched beam search, output in input order, clear errors."""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import pipeline
+
+import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.pipeline_translation import TASK
+from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
+
+REPO = Path(__file__).resolve().parents[1]
+LINES = [SOURCES[2], SOURCES[0], "", SOURCES[1], SOURCES[3], SOURCES[0]]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_tiny_model_dir(tmp_path_factory.mktemp("translate") / "model")
+
+
+@pytest.fixture(scope="module")
+def expected(model_dir):
+    """Each line translated on its own by the pipeline (4 beams), blank lines blank."""
+    translator = pipeline(TASK, model=str(model_dir))
+    return [" ".join(translator(line)[0]["translation_text"].split()) if line else "" for line in LINES]
+
+
+@pytest.fixture(scope="module")
+def script():
+    return load_script("translate")
+
+
+def test_file_to_output_file_in_input_order(script, model_dir, expected, tmp_path, capsys):
+    source = tmp_path / "source.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    script.main([str(model_dir), str(source), "-o", str(tmp_path / "out.txt"), "--batch_size", "2"])
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == expected
+    assert "sentence" in capsys.readouterr().err  # the progress bar
+
+
+def test_stdin_to_stdout(script, model_dir, expected, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(LINES)))
+    script.main([str(model_dir), "--quiet", "--batch_size", "3"])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == expected and captured.err == ""
+
+
+def test_generation_options_pass_through(script, model_dir, monkeypatch, capsys):
+    greedy = pipeline(TASK, model=str(model_dir), num_beams=1, max_new_tokens=3)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SOURCES[1]))
+    script.main([str(model_dir), "-q", "--num_beams", "1", "--max_new_tokens", "3"])
+    assert capsys.readouterr().out == " ".join(greedy(SOURCES[1])[0]["translation_text"].split()) + "\n"
+
+
+@pytest.mark.parametrize(
+    "make_args, message",
+    [
+        (lambda d, t: [str(t / "missing_model"), str(t / "in.txt")], "No model directory at"),
+        (lambda d, t: [str(t), str(t / "in.txt")], "not a saved model"),
+        (lambda d, t: [str(d), str(t / "missing.txt")], "Cannot read"),
+        (lambda d, t: [str(d), str(t / "empty.txt")], "Nothing to translate"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--batch_size", "0"], "--batch_size must be at least 1"),
+    ],
+)
+def test_errors(script, model_dir, tmp_path, capsys, make_args, message):
+    (tmp_path / "in.txt").write_text("Ein Satz.\n")
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(make_args(model_dir, tmp_path))
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_command_line(model_dir, expected):
+    """The real command: stdin piped in, translations out."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), str(model_dir), "-"],
+                          input="\n".join(LINES), env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == expected
+    help_text = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), "--help"], env=env,
+                               capture_output=True, text=True, timeout=120).stdout
+    assert "MODEL" in help_text and "standard input" in help_text and "--batch_size" in help_text

@@ -9,11 +9,14 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .conversion import from_marian
+from .hub import push_model_dir
+from .model_card import save_model_card
 from .modeling_vanilla_transformer import (
     VanillaTransformerForConditionalGeneration,
     VanillaTransformerModel,
     VanillaTransformerPreTrainedModel,
 )
+from .pipeline_translation import TranslationPipeline, save_translation_pipeline, translate_sentences
 
 AutoConfig.register(VanillaTransformerConfig.model_type, VanillaTransformerConfig, exist_ok=True)
 AutoModel.register(VanillaTransformerConfig, VanillaTransformerModel, exist_ok=True)
@@ -30,5 +33,10 @@ __all__ = [
     "VanillaTransformerForConditionalGeneration",
     "VanillaTransformerModel",
     "VanillaTransformerPreTrainedModel",
+    "TranslationPipeline",
     "from_marian",
+    "push_model_dir",
+    "save_model_card",
+    "save_translation_pipeline",
+    "translate_sentences",
 ]

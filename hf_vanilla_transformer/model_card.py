@@ -14,12 +14,13 @@ import numbers
 import os
 from collections.abc import Mapping, Sequence
 from enum import Enum
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-TEMPLATE_PATH = Path(__file__).resolve().parents[1] / "model_cards" / "translation_model_card.md"
+TEMPLATE_PATH = Path(str(resources.files("hf_vanilla_transformer.model_cards") / "translation_model_card.md"))
 CARD_INPUTS_FILE = "model_card_inputs.json"
 DEFAULT_TAGS = ("translation", "seq2seq", "transformer", "attention-is-all-you-need", "vanilla-transformer")
 

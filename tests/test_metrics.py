@@ -89,8 +89,10 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     assert multi["bleu"] == pytest.approx(100.0)
 
 
-def test_metric_module_is_package_data():
-    package_data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    relative = Path(BLEU_CHRF_METRIC_PATH).relative_to(Path(hf_vanilla_transformer.__path__[0])).as_posix()
+def test_metric_module_and_card_template_are_package_data():
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert Path(BLEU_CHRF_METRIC_PATH).is_file()
-    assert any(fnmatch(relative, pattern) for pattern in package_data["hf_vanilla_transformer"])
+    for package, file in (("evaluate_metrics", Path(BLEU_CHRF_METRIC_PATH).name), ("model_cards", "translation_model_card.md")):
+        name = f"hf_vanilla_transformer.{package}"
+        assert name in setuptools["packages"]
+        assert any(fnmatch(file, pattern) for pattern in setuptools["package-data"][name])

@@ -1,0 +1,306 @@
+"""Export to CTranslate2, a fast C++ inference engine for Transformer models (CPU and GPU, int8 quantization).
+
+The model spec is written directly with `ctranslate2.specs`, so no converter guesses the layout: our fused Q/K/V
+projection is CTranslate2's fused self-attention projection, our fused K/V its fused cross-attention memory
+projection, and the sinusoidal encodings are stored as an explicit position table, because CTranslate2's own
+encodings put all sines before all cosines where the paper (and this package) interleaves them [3.5].
+
+`ctranslate2_options` gives the `translate_batch` options under which CTranslate2's beam search returns what
+`generate()` returns (see there). One difference remains: a source that is only the end token `</s>` is an empty
+sentence to CTranslate2, which returns an empty translation without running the model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
+
+# transformers activation name -> ctranslate2 Activation member name
+_ACTIVATIONS = {
+    "relu": "RELU",
+    "gelu": "GELU",
+    "gelu_python": "GELU",
+    "gelu_new": "GELUTanh",
+    "gelu_fast": "GELUTanh",
+    "gelu_pytorch_tanh": "GELUTanh",
+    "quick_gelu": "GELUSigmoid",
+    "silu": "SWISH",
+    "swish": "SWISH",
+}
+
+
+def _import_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError as error:  # an optional dependency
+        raise ImportError("Exporting needs CTranslate2: `pip install ctranslate2`.") from error
+    return ctranslate2
+
+
+def _load(model_or_dir):
+    """(model, tokenizer or None) from a model or a directory written by `save_pretrained`."""
+    if isinstance(model_or_dir, VanillaTransformerForConditionalGeneration):
+        return model_or_dir, None
+    if isinstance(model_or_dir, (str, os.PathLike)):
+        from transformers import AutoTokenizer
+
+        model = VanillaTransformerForConditionalGeneration.from_pretrained(model_or_dir)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(model_or_dir)
+        except (OSError, ValueError, TypeError):
+            tokenizer = None
+        return model, tokenizer
+    raise TypeError(
+        "export_ctranslate2 expects a VanillaTransformerForConditionalGeneration or a directory it was saved to, "
+        f"got {type(model_or_dir).__name__}."
+    )
+
+
+def placeholder_vocabulary(config) -> list[str]:
+    """Token strings for a model without a tokenizer: `<pad>`, `<s>`, `</s>` at the config's special ids and
+    `<id_N>` elsewhere, so that CTranslate2 token i is our token id i."""
+    tokens = [f"<id_{i}>" for i in range(config.vocab_size)]
+    eos = config.eos_token_id[0] if isinstance(config.eos_token_id, list) else config.eos_token_id
+    for token_id, name in ((config.pad_token_id, "<pad>"), (config.bos_token_id, "<s>"), (eos, "</s>")):
+        if token_id is not None:
+            tokens[token_id] = name
+    return tokens
+
+
+def _vocabulary(config, tokenizer, vocabulary: Sequence[str] | None) -> list[str]:
+    if vocabulary is None and tokenizer is not None:
+        by_id = {index: token for token, index in tokenizer.get_vocab().items()}
+        if max(by_id) >= config.vocab_size:
+            raise ValueError(
+                f"The tokenizer has token id {max(by_id)}, outside the model's vocabulary of {config.vocab_size}."
+            )
+        vocabulary = [by_id.get(i, f"<id_{i}>") for i in range(config.vocab_size)]
+    if vocabulary is None:
+        return placeholder_vocabulary(config)
+    vocabulary = list(vocabulary)
+    if len(vocabulary) != config.vocab_size or len(set(vocabulary)) != len(vocabulary):
+        raise ValueError(
+            f"`vocabulary` must hold {config.vocab_size} distinct tokens (config.vocab_size), got {len(vocabulary)} "
+            f"with {len(set(vocabulary))} distinct."
+        )
+    return vocabulary
+
+
+def _linear(spec, weight: torch.Tensor, bias: torch.Tensor | None = None):
+    spec.weight = weight.detach().float().contiguous()
+    if bias is not None:
+        spec.bias = bias.detach().float().contiguous()
+
+
+def _layer_norm(spec, norm: torch.nn.LayerNorm):
+    spec.gamma = norm.weight.detach().float().contiguous()
+    spec.beta = norm.bias.detach().float().contiguous()
+
+
+def _attention(spec, attention):
+    """Self-attention: one fused (3d, d) projection; cross-attention: query, then fused (2d, d) key/value."""
+    if attention.is_cross_attention:
+        _linear(spec.linear[0], attention.q_proj.weight, attention.q_proj.bias)
+        _linear(spec.linear[1], attention.kv_proj.weight, attention.kv_proj.bias)
+    else:
+        _linear(spec.linear[0], attention.qkv_proj.weight, attention.qkv_proj.bias)
+    _linear(spec.linear[-1], attention.out_proj.weight, attention.out_proj.bias)
+
+
+def _stack(spec, stack, embedding: torch.Tensor, positions: int):
+    spec.scale_embeddings = float(stack.embed_scale)
+    embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
+    embeddings.weight = embedding
+    spec.position_encodings.encodings = sinusoidal_encoding(torch.arange(positions), stack.config.d_model)
+    if stack.layer_norm is not None:
+        _layer_norm(spec.layer_norm, stack.layer_norm)
+    for layer_spec, layer in zip(spec.layer, stack.layers):
+        _attention(layer_spec.self_attention, layer.self_attn)
+        _layer_norm(layer_spec.self_attention.layer_norm, layer.self_attn_layer_norm)
+        if hasattr(layer, "encoder_attn"):
+            _attention(layer_spec.attention, layer.encoder_attn)
+            _layer_norm(layer_spec.attention.layer_norm, layer.encoder_attn_layer_norm)
+        _linear(layer_spec.ffn.linear_0, layer.ffn.fc1.weight, layer.ffn.fc1.bias)
+        _linear(layer_spec.ffn.linear_1, layer.ffn.fc2.weight, layer.ffn.fc2.bias)
+        _layer_norm(layer_spec.ffn.layer_norm, layer.final_layer_norm)
+
+
+def ctranslate2_spec(model: VanillaTransformerForConditionalGeneration, vocabulary: Sequence[str], max_positions=None):
+    """The `ctranslate2.specs.TransformerSpec` of `model` with `vocabulary` (token i = id i) registered."""
+    _import_ctranslate2()
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    config = model.config
+    if config.activation_function not in _ACTIVATIONS:
+        raise ValueError(
+            f"CTranslate2 has no `{config.activation_function}` activation; exportable: {sorted(_ACTIVATIONS)}."
+        )
+    if config.encoder_attention_heads != config.decoder_attention_heads:
+        raise ValueError("CTranslate2's TransformerSpec needs the same head count in the encoder and decoder.")
+    activation = getattr(common_spec.Activation, _ACTIVATIONS[config.activation_function])
+    spec = transformer_spec.TransformerSpec.from_config(
+        (config.encoder_layers, config.decoder_layers),
+        config.encoder_attention_heads,
+        pre_norm=config.normalize_before,
+        activation=activation,
+    )
+    positions = max_positions or config.max_position_embeddings
+    embedding = model.get_input_embeddings().weight.detach().float().contiguous()
+    _stack(spec.encoder, model.model.encoder, embedding, positions)
+    _stack(spec.decoder, model.model.decoder, embedding, positions)
+    _linear(spec.decoder.projection, model.get_output_embeddings().weight)
+
+    vocabulary = list(vocabulary)
+    eos = config.eos_token_id[0] if isinstance(config.eos_token_id, list) else config.eos_token_id
+    spec.config.bos_token = vocabulary[config.bos_token_id if config.bos_token_id is not None else eos]
+    spec.config.eos_token = vocabulary[eos]
+    spec.config.decoder_start_token = vocabulary[config.decoder_start_token_id]
+    spec.config.unk_token = "<unk>" if "<unk>" in vocabulary else vocabulary[config.pad_token_id or 0]
+    spec.config.layer_norm_epsilon = config.layer_norm_eps
+    spec.register_source_vocabulary(vocabulary)
+    spec.register_target_vocabulary(vocabulary)
+    return spec
+
+
+def export_ctranslate2(
+    model_or_dir,
+    out_dir: str | os.PathLike,
+    quantization: str | None = None,
+    vocabulary: Sequence[str] | None = None,
+    max_positions: int | None = None,
+    force: bool = True,
+) -> Path:
+    """Write `model_or_dir` (a model, or a directory from `save_pretrained`) as a CTranslate2 model to `out_dir`.
+
+    quantization: None (float32 weights) or a CTranslate2 weight type: "int8", "int8_float32", "int16",
+        "float16", "bfloat16", "int8_float16", "int8_bfloat16". A model can also be quantized when loaded
+        (`ctranslate2.Translator(out_dir, compute_type="int8")`).
+    vocabulary: token strings by id; default: the tokenizer saved with the model, else `placeholder_vocabulary`.
+    max_positions: length of the stored position table, the longest source and translation CTranslate2 can
+        handle (default `config.max_position_embeddings`).
+    Also writes `generation.json` with the model's beam size, length penalty and limits, which
+    `translate_ids_with_ctranslate2` reads.
+    """
+    model, tokenizer = _load(model_or_dir)
+    tokens = _vocabulary(model.config, tokenizer, vocabulary)
+    spec = ctranslate2_spec(model, tokens, max_positions)
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    out_dir = Path(out_dir)
+    if out_dir.exists():
+        if not force:
+            raise FileExistsError(f"{out_dir} exists; pass force=True to overwrite it.")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    spec.save(str(out_dir))
+    generation = model.generation_config
+    settings = {
+        "num_beams": generation.num_beams or 1,
+        "length_penalty": generation.length_penalty if generation.length_penalty is not None else 1.0,
+        "early_stopping": generation.early_stopping,
+        "max_position_embeddings": max_positions or model.config.max_position_embeddings,
+    }
+    (out_dir / "generation.json").write_text(json.dumps(settings, indent=2) + "\n")
+    if tokenizer is not None:
+        tokenizer.save_pretrained(out_dir / "tokenizer")
+    return out_dir
+
+
+def ctranslate2_options(
+    num_beams: int = 4, length_penalty: float = 0.6, max_new_tokens: int = 256, early_stopping=True, **extra
+) -> dict:
+    """`Translator.translate_batch` options under which CTranslate2 returns what `generate(num_beams=...,
+    length_penalty=..., max_new_tokens=..., early_stopping=True)` returns (fp32, same inputs).
+
+    - Both rank a finished hypothesis by log-probability / length**length_penalty; CTranslate2 counts the end token
+      in the length only when it returns it (`return_end_token=True`), as generate() always counts it.
+    - CTranslate2 forbids the end token at the first step by default (`min_decoding_length=1`, which also
+      renormalises that step's probabilities); generate() does not, hence `min_decoding_length=0`.
+    - CTranslate2 stops a sentence once beam_size * patience hypotheses finished: `early_stopping=True` with
+      patience 1. generate()'s other `early_stopping` values have no CTranslate2 equivalent.
+    - With no length (and coverage) penalty CTranslate2 stops as soon as its best beam finishes, where generate()
+      still waits for `num_beams` finished hypotheses; a negligible penalty (1e-9) keeps CTranslate2 waiting.
+    """
+    if early_stopping is not True and num_beams > 1:
+        raise ValueError("CTranslate2's beam search stops like generate(early_stopping=True) only.")
+    if num_beams == 1:
+        length_penalty = 0.0  # one hypothesis: nothing to rank
+    elif length_penalty == 0:
+        length_penalty = 1e-9
+    return dict(
+        beam_size=num_beams,
+        length_penalty=length_penalty,
+        patience=1.0,
+        max_decoding_length=max_new_tokens,
+        min_decoding_length=0,
+        return_end_token=True,
+        **extra,
+    )
+
+
+def _vocabulary_of(model_dir: Path) -> list[str]:
+    for name in ("shared_vocabulary.json", "target_vocabulary.json"):
+        if (model_dir / name).exists():
+            return json.loads((model_dir / name).read_text())
+    for name in ("shared_vocabulary.txt", "target_vocabulary.txt"):
+        if (model_dir / name).exists():
+            return (model_dir / name).read_text(encoding="utf-8").split("\n")[:-1]
+    raise FileNotFoundError(f"No CTranslate2 vocabulary in {model_dir}.")
+
+
+class CTranslate2Translator:
+    """A CTranslate2 translator working on token ids, as `generate()` does: `translate(input_ids, attention_mask)`
+    returns the translations' ids (without the start token; with the end token, padded with `pad_token_id`)."""
+
+    def __init__(self, model_dir, compute_type: str = "default", intra_threads: int = 0, **kwargs):
+        ctranslate2 = _import_ctranslate2()
+        self.model_dir = Path(model_dir)
+        self.translator = ctranslate2.Translator(
+            str(self.model_dir), device="cpu", compute_type=compute_type, intra_threads=intra_threads, **kwargs
+        )
+        self.tokens = _vocabulary_of(self.model_dir)
+        self.ids = {token: i for i, token in enumerate(self.tokens)}
+        settings = self.model_dir / "generation.json"
+        self.settings = json.loads(settings.read_text()) if settings.exists() else {}
+
+    def translate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        num_beams: int | None = None,
+        length_penalty: float | None = None,
+        max_new_tokens: int | None = None,
+        pad_token_id: int = 0,
+        max_batch_size: int = 0,
+        **options,
+    ) -> list[list[int]]:
+        num_beams = num_beams or self.settings.get("num_beams", 4)
+        if length_penalty is None:
+            length_penalty = self.settings.get("length_penalty", 1.0)
+        source = []
+        for row, ids in enumerate(input_ids.tolist()):
+            length = len(ids) if attention_mask is None else int(attention_mask[row].sum())
+            source.append([self.tokens[i] for i in ids[:length]])
+        if max_new_tokens is None:  # generate()'s default: source length + 50
+            max_new_tokens = input_ids.shape[1] + 50
+        results = self.translator.translate_batch(
+            source,
+            max_batch_size=max_batch_size,
+            **ctranslate2_options(num_beams, length_penalty, max_new_tokens, **options),
+        )
+        return [[self.ids[token] for token in result.hypotheses[0]] for result in results]
+
+
+def translate_ids_with_ctranslate2(model_dir, input_ids, attention_mask=None, compute_type="default", **options):
+    """Translate a batch of token ids with the CTranslate2 model in `model_dir`; see `CTranslate2Translator`."""
+    return CTranslate2Translator(model_dir, compute_type=compute_type).translate(input_ids, attention_mask, **options)
+
+
+__all__ = ["CTranslate2Translator", "ctranslate2_options", "export_ctranslate2", "translate_ids_with_ctranslate2"]

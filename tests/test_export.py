@@ -1,0 +1,194 @@
+"""export_ctranslate2: the CTranslate2 model computes our function and its beam search returns generate()'s output."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_config
+
+from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+from hf_vanilla_transformer.modeling_vanilla_transformer import sinusoidal_encoding
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+from hf_vanilla_transformer.export import (  # noqa: E402
+    CTranslate2Translator,
+    ctranslate2_spec,
+    export_ctranslate2,
+    placeholder_vocabulary,
+    translate_ids_with_ctranslate2,
+)
+
+EOS = 2
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "export_ctranslate2.py"
+
+
+def export_script():
+    spec = importlib.util.spec_from_file_location("export_ctranslate2_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reversal_batch(generator, size=32, max_length=10):
+    """Sources of 0..max_length tokens (then </s>, then padding) whose targets are the tokens reversed."""
+    lengths = torch.randint(0, max_length + 1, (size,), generator=generator).tolist()
+    input_ids = torch.zeros(size, max_length + 1, dtype=torch.long)
+    labels = torch.full((size, max_length + 1), -100)
+    for row, length in enumerate(lengths):
+        tokens = torch.randint(3, 20, (length,), generator=generator)
+        input_ids[row, :length], input_ids[row, length] = tokens, EOS
+        labels[row, :length], labels[row, length] = tokens.flip(0), EOS
+    return input_ids, input_ids.ne(0).long(), labels
+
+
+def partly_trained(normalize_before, steps=60):
+    """A tiny model trained a little on reversal: its translations end at many different lengths, and beams
+    disagree, so the length penalty and the stopping rule decide the outputs. One thread: tiny matmuls gain
+    nothing from two, and lose much to their synchronisation when the machine is busy."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train(normalize_before, steps)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(normalize_before, steps):
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(normalize_before=normalize_before, dropout=0.0))
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        input_ids, attention_mask, labels = reversal_batch(generator)
+        model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return model.eval()
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["post-LN", "pre-LN"])
+def exported(request, tmp_path_factory):
+    model = partly_trained(request.param)
+    out_dir = export_ctranslate2(model, tmp_path_factory.mktemp("ct2"))
+    return model, out_dir
+
+
+@pytest.fixture(scope="module")
+def sources():
+    """Sources of 1..12 tokens and </s>, padded; the last is `</s> </s>`, which the models translate to `</s>`
+    alone (CTranslate2 forbids that unless min_decoding_length=0). A source of `</s>` alone is left out:
+    CTranslate2 takes it for an empty sentence and returns an empty translation."""
+    input_ids, attention_mask, _ = reversal_batch(torch.Generator().manual_seed(5), size=24, max_length=12)
+    keep = attention_mask.sum(1) > 1
+    input_ids, attention_mask = input_ids[keep][:15], attention_mask[keep][:15]
+    empty = torch.zeros(1, input_ids.shape[1], dtype=torch.long)
+    empty[0, :2] = EOS
+    return torch.cat([input_ids, empty]), torch.cat([attention_mask, empty.ne(0).long()])
+
+
+def up_to_eos(ids):
+    """generate()'s row without the start token, cut after the first </s> (what follows is padding)."""
+    ids = ids[1:]
+    return ids[: ids.index(EOS) + 1] if EOS in ids else ids
+
+
+def test_writes_a_ctranslate2_model(exported):
+    _, out_dir = exported
+    files = {path.name for path in out_dir.iterdir()}
+    assert {"model.bin", "config.json", "shared_vocabulary.json", "generation.json"} <= files
+    config = json.loads((out_dir / "config.json").read_text())
+    assert config["decoder_start_token"] == "<s>" and config["eos_token"] == "</s>"
+    generation = json.loads((out_dir / "generation.json").read_text())
+    assert generation["num_beams"] == 4 and generation["length_penalty"] == 0.6
+
+
+def test_same_log_probabilities(exported, sources):
+    """CTranslate2's teacher-forced scores equal our log-softmax, padding included."""
+    model, out_dir = exported
+    input_ids, attention_mask = sources
+    labels = torch.randint(3, 20, (len(input_ids), 7), generator=torch.Generator().manual_seed(3))
+    labels[:, -1] = EOS
+    translator = CTranslate2Translator(out_dir)
+    lengths = attention_mask.sum(1).tolist()
+    source = [[translator.tokens[i] for i in row[:length]] for row, length in zip(input_ids.tolist(), lengths)]
+    target = [[translator.tokens[i] for i in row[:-1]] for row in labels.tolist()]  # CTranslate2 appends </s>
+    scores = translator.translator.score_batch(source, target)
+    with torch.no_grad():
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).logits
+    ours = logits.log_softmax(-1).gather(-1, labels[..., None])[..., 0]
+    theirs = torch.tensor([result.log_probs for result in scores])
+    torch.testing.assert_close(theirs, ours, atol=2e-4, rtol=0)
+
+
+@pytest.mark.parametrize("num_beams, length_penalty", [(4, 0.6), (4, 0.0), (4, 1.0), (1, 1.0)])
+def test_same_translations_as_generate(exported, sources, num_beams, length_penalty):
+    """Beam 4 with the paper's length penalty 0.6 and early stopping (our defaults), other penalties, and greedy:
+    the same ids."""
+    model, out_dir = exported
+    input_ids, attention_mask = sources
+    options = dict(num_beams=num_beams, length_penalty=length_penalty, max_new_tokens=20)
+    ours = model.generate(input_ids, attention_mask=attention_mask, **options)
+    theirs = translate_ids_with_ctranslate2(out_dir, input_ids, attention_mask, **options)
+    ours = [up_to_eos(row) for row in ours.tolist()]
+    assert theirs == ours
+    lengths = {len(row) for row in ours}
+    assert len(lengths) >= 4 and [EOS] in ours  # the test exercises stopping at many lengths, the first included
+
+
+def test_default_options_follow_the_generation_config(exported, sources):
+    """Without options: the exported generation config (beam 4, length penalty 0.6), source length + 50 tokens."""
+    model, out_dir = exported
+    input_ids, attention_mask = sources
+    ours = [up_to_eos(row) for row in model.generate(input_ids[:4], attention_mask=attention_mask[:4]).tolist()]
+    assert CTranslate2Translator(out_dir).translate(input_ids[:4], attention_mask[:4]) == ours
+
+
+def test_position_table_is_the_papers_interleaved_encoding():
+    """CTranslate2's built-in encodings are laid out sines first, cosines second: ours are stored explicitly."""
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    spec = ctranslate2_spec(model, placeholder_vocabulary(model.config), max_positions=40)
+    for stack in (spec.encoder, spec.decoder):
+        torch.testing.assert_close(stack.position_encodings.encodings, sinusoidal_encoding(torch.arange(40), 32))
+
+
+def test_int8_export_translates(exported, sources, tmp_path):
+    model, _ = exported
+    out_dir = export_ctranslate2(model, tmp_path / "int8", quantization="int8")
+    input_ids, attention_mask = sources
+    translations = translate_ids_with_ctranslate2(out_dir, input_ids, attention_mask, max_new_tokens=20)
+    assert len(translations) == len(input_ids) and all(0 < len(row) <= 20 for row in translations)
+
+
+def test_script_exports_a_saved_directory_with_its_tokenizer(tmp_path):
+    """scripts/export_ctranslate2.py on a directory from save_pretrained: the tokenizer's tokens become the
+    CTranslate2 vocabulary, and the tokenizer is saved beside the model."""
+    from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
+
+    texts = ["ein Hund spielt im Park", "a dog plays in the park", "zwei Kinder lesen", "two children read"] * 5
+    tokenizer = train_bpe_tokenizer(texts, vocab_size=300)
+    config = tiny_config(vocab_size=len(tokenizer), **special_token_ids(tokenizer))
+    model = VanillaTransformerForConditionalGeneration(config).eval()
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    out_dir = export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2")])
+    assert (out_dir / "tokenizer" / "tokenizer.json").exists()
+    vocabulary = json.loads((out_dir / "shared_vocabulary.json").read_text())
+    assert vocabulary[:4] == ["<pad>", "<s>", "</s>", "<unk>"]
+    assert vocabulary == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))]
+    batch = tokenizer(["ein Hund spielt", "two children"], return_tensors="pt", padding=True)
+    ours = model.generate(**batch, num_beams=4, max_new_tokens=8)
+    theirs = translate_ids_with_ctranslate2(out_dir, batch["input_ids"], batch["attention_mask"], max_new_tokens=8)
+    assert theirs == [up_to_eos(row) for row in ours.tolist()]
+
+
+def test_refusals(tmp_path):
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    with pytest.raises(ValueError, match="99 distinct tokens"):
+        export_ctranslate2(model, tmp_path / "a", vocabulary=["x"] * 99)
+    with pytest.raises(TypeError, match="expects a VanillaTransformerForConditionalGeneration"):
+        export_ctranslate2(object(), tmp_path / "b")
+    model.config.activation_function = "tanh"
+    with pytest.raises(ValueError, match="no `tanh` activation"):
+        export_ctranslate2(model, tmp_path / "c")

@@ -614,17 +614,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         )
         logits = self.lm_head(outputs.last_hidden_state)
         loss = None if labels is None else translation_loss(logits, labels, num_items_in_batch)
-        return Seq2SeqLMOutput(
-            loss=loss,
-            logits=logits,
-            past_key_values=outputs.past_key_values,
-            decoder_hidden_states=outputs.decoder_hidden_states,
-            decoder_attentions=outputs.decoder_attentions,
-            cross_attentions=outputs.cross_attentions,
-            encoder_last_hidden_state=outputs.encoder_last_hidden_state,
-            encoder_hidden_states=outputs.encoder_hidden_states,
-            encoder_attentions=outputs.encoder_attentions,
-        )
+        rest = {name: value for name, value in outputs.items() if name != "last_hidden_state"}
+        return Seq2SeqLMOutput(loss=loss, logits=logits, **rest)
 
 
 def translation_loss(

@@ -93,15 +93,20 @@ def _vocabulary(config, tokenizer, vocabulary: Sequence[str] | None) -> list[str
     return vocabulary
 
 
+def _copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A float32 copy: quantizing the spec works in place, and must not touch the model's weights."""
+    return tensor.detach().to(torch.float32, copy=True).contiguous()
+
+
 def _linear(spec, weight: torch.Tensor, bias: torch.Tensor | None = None):
-    spec.weight = weight.detach().float().contiguous()
+    spec.weight = _copy(weight)
     if bias is not None:
-        spec.bias = bias.detach().float().contiguous()
+        spec.bias = _copy(bias)
 
 
 def _layer_norm(spec, norm: torch.nn.LayerNorm):
-    spec.gamma = norm.weight.detach().float().contiguous()
-    spec.beta = norm.bias.detach().float().contiguous()
+    spec.gamma = _copy(norm.weight)
+    spec.beta = _copy(norm.bias)
 
 
 def _attention(spec, attention):
@@ -152,7 +157,7 @@ def ctranslate2_spec(model: VanillaTransformerForConditionalGeneration, vocabula
         activation=activation,
     )
     positions = max_positions or config.max_position_embeddings
-    embedding = model.get_input_embeddings().weight.detach().float().contiguous()
+    embedding = _copy(model.get_input_embeddings().weight)
     _stack(spec.encoder, model.model.encoder, embedding, positions)
     _stack(spec.decoder, model.model.decoder, embedding, positions)
     _linear(spec.decoder.projection, model.get_output_embeddings().weight)

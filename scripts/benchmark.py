@@ -95,6 +95,7 @@ def marian_config(args):
         eos_token_id=2,
         bos_token_id=1,
         decoder_start_token_id=1,
+        forced_eos_token_id=None,  # Marian's default forces token 0, its own </s>; ours is 2, and the paper forces none
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True,
     )
@@ -242,6 +243,7 @@ def run_training(args, ours, marian):
 
 
 def generation_runners(args, ours, marian, num_beams, translators):
+    """Runners for each engine, and whether each one's warm-up translations equal ours (the same work)."""
     input_ids, attention_mask = generation_batch(args, torch.Generator().manual_seed(args.seed + 1))
     options = dict(
         attention_mask=attention_mask,
@@ -255,7 +257,7 @@ def generation_runners(args, ours, marian, num_beams, translators):
 
     @torch.inference_mode()
     def generate(model):
-        model.generate(input_ids, **options)
+        return model.generate(input_ids, **options)[:, 1:].tolist()  # without the start token
 
     runners = {"ours": lambda: generate(ours), "marian": lambda: generate(marian)}
     if translators:
@@ -267,11 +269,16 @@ def generation_runners(args, ours, marian, num_beams, translators):
             min_decoding_length=args.gen_tokens,
             return_end_token=True,
         )
+
+        def translate(translator):
+            results = translator.translate_batch(source, **ct2_options)
+            return [[int(token) for token in result.hypotheses[0]] for result in results]
+
         for name, translator in translators.items():
-            runners[name] = (lambda t: lambda: t.translate_batch(source, **ct2_options))(translator)
-    for runner in runners.values():  # warm-up
-        runner()
-    return runners
+            runners[name] = (lambda t: lambda: translate(t))(translator)
+    outputs = {name: runner() for name, runner in runners.items()}  # also the warm-up
+    same = {name: output == outputs["ours"] for name, output in outputs.items() if name != "ours"}
+    return runners, same
 
 
 def ctranslate2_translators(args, ours, directory):
@@ -349,14 +356,18 @@ def format_table(results: dict) -> str:
     engines = [name for name in ("ctranslate2_fp32", "ctranslate2_int8")
                if any(name in results.get(key, {}) for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"))]
     if engines:
-        rows = [("inference, sentences/s", "greedy", "greedy / ours", "beam-4", "beam-4 / ours")]
+        rows = [("inference, sentences/s", "greedy", "greedy / ours", "beam-4", "beam-4 / ours",
+                 "same translations as ours (greedy, beam-4)")]
         for name in ["ours", "marian", *engines]:
             cells = [{"ours": "ours (PyTorch)", "marian": "Marian (PyTorch)"}.get(name, name.replace("_", " "))]
+            same = []
             for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"):
                 entry = results.get(key, {})
                 rate = entry.get(name)
                 cells += [number(rate), "-" if rate is None else f"{rate / entry['ours']:.2f}x"]
-            rows.append(tuple(cells))
+                equal = entry.get("same_translations_as_ours", {}).get(name)
+                same.append("-" if equal is None else "yes" if equal else "no")
+            rows.append((*cells, "-" if name == "ours" else ", ".join(same)))
         lines.append(_markdown(rows))
     return "\n\n".join(lines)
 
@@ -382,12 +393,9 @@ def main(argv=None):
     def log(message):
         print(f"[{time.perf_counter() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    if "train" not in args.skip:
-        log("training")
-        results["train_tokens_per_s"] = run_training(args, ours, marian)
     ours.eval()
     marian.eval()
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as directory:  # generation first, while both models hold the same weights
         translators = {}
         if "ctranslate2" not in args.skip:
             try:
@@ -398,9 +406,13 @@ def main(argv=None):
             if skip in args.skip:
                 continue
             log(f"generation, {num_beams} beam(s)")
-            runners = generation_runners(args, ours, marian, num_beams, translators)
+            runners, same = generation_runners(args, ours, marian, num_beams, translators)
             results[key] = figure(args.gen_sentences, alternate(args.repeats, runners))
+            results[key]["same_translations_as_ours"] = same
         del translators
+    if "train" not in args.skip:  # the models' weights part here: their dropout masks differ
+        log("training")
+        results["train_tokens_per_s"] = run_training(args, ours, marian)
     if "memory" not in args.skip:
         log("peak training memory (a subprocess per model)")
         memory = {name: measure_memory(args, name) for name in ("ours", "marian")}

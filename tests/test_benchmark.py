@@ -44,6 +44,7 @@ def test_every_figure_for_both_models(tiny_run):
         assert entry["ours"] > 0 and entry["marian"] > 0 and entry["ours_ratio"] > 0, key
     for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"):
         assert len(written[key]["rounds"]["ours"]) == 2  # --repeats
+        assert written[key]["same_translations_as_ours"]["marian"]  # the same work: the same translations
     assert written["machine"]["threads"] == 1 and written["settings"]["d_model"] == 32
     assert written["peak_rss_mib"]["ours"] > written["peak_training_memory_mib"]["ours"]
 
@@ -54,6 +55,7 @@ def test_ctranslate2_figures(tiny_run):
     for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"):
         for engine in ("ctranslate2_fp32", "ctranslate2_int8"):
             assert written[key][engine] > 0
+        assert written[key]["same_translations_as_ours"]["ctranslate2_fp32"]
 
 
 def test_printed_table(benchmark, tiny_run):

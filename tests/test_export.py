@@ -153,9 +153,11 @@ def test_position_table_is_the_papers_interleaved_encoding():
         torch.testing.assert_close(stack.position_encodings.encodings, sinusoidal_encoding(torch.arange(40), 32))
 
 
-def test_int8_export_translates(exported, sources, tmp_path):
+def test_int8_export_translates_and_leaves_the_model_alone(exported, sources, tmp_path):
     model, _ = exported
+    weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}
     out_dir = export_ctranslate2(model, tmp_path / "int8", quantization="int8")
+    assert all(torch.equal(tensor, weights[name]) for name, tensor in model.state_dict().items())
     input_ids, attention_mask = sources
     translations = translate_ids_with_ctranslate2(out_dir, input_ids, attention_mask, max_new_tokens=20)
     assert len(translations) == len(input_ids) and all(0 < len(row) <= 20 for row in translations)

@@ -130,3 +130,39 @@ def test_push_script_errors(tmp_path, capsys):
         push_script.main([str(tmp_path), "user/x"])
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "lacks the weights" in error and "tokenizer" in error
+
+
+def test_training_script_pushes_with_its_card(hub_server, tmp_path):  # noqa: F811
+    """`--push_to_hub --hub_model_id` on the training script: model, tokenizer, generation config, code, pipeline and
+    this package's card (not the Trainer's) reach the Hub, and load back without the package."""
+    out = tmp_path / "run"
+    args = [
+        str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(out), "--number_words_train_size", "200",
+        "--number_words_eval_size", "8", "--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim",
+        "64", "--vocab_size", "200", "--max_steps", "3", "--push_to_hub", "--hub_model_id", "user/numbers-de-en",
+        "--hub_private_repo", "true",
+    ]
+    proc = subprocess.run([sys.executable, *args], env=hub_server.env(tmp_path / "home", PYTHONPATH=str(REPO)),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    pulled = hub_server.run_python(
+        TRANSLATE + """
+from huggingface_hub import HfApi
+files = set(HfApi().list_repo_files("user/numbers-de-en"))
+model = AutoModelForSeq2SeqLM.from_pretrained("user/numbers-de-en", trust_remote_code=True)
+tokenizer = AutoTokenizer.from_pretrained("user/numbers-de-en")
+card = open(__import__("huggingface_hub").hf_hub_download("user/numbers-de-en", "README.md")).read()
+print(json.dumps({"files": sorted(files), "card": card, "type": type(model).__name__}))
+""",
+        hf_home=tmp_path / "pull",
+        hide_modules=("hf_vanilla_transformer",),
+    )
+    assert "{\"files\"" in pulled.stdout, pulled.stdout[-3000:] + pulled.stderr[-3000:]
+    result = json.loads(pulled.stdout[pulled.stdout.index('{"files"'):].splitlines()[0])
+    for name in ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+                 "modeling_vanilla_transformer.py", "configuration_vanilla_transformer.py", "pipeline_translation.py",
+                 "README.md", "all_results.json"):
+        assert name in result["files"], name
+    assert not [f for f in result["files"] if f.startswith("checkpoint-")]
+    assert "model-index" in result["card"] and "vanilla_transformer" in result["card"]
+    assert result["type"] == "VanillaTransformerForConditionalGeneration"

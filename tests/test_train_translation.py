@@ -158,6 +158,7 @@ def test_two_processes_under_accelerate_launch(tmp_path):
     log = run_script(
         "--output_dir", tmp_path, *FEW_NUMBERS, *TINY, "--max_steps", "4", "--per_device_train_batch_size", "8",
         "--max_eval_samples", "8", "--max_predict_samples", "8", "--save_strategy", "no",
+        "--max_tokens_per_batch", "200",
         launcher=(accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                   "--mixed_precision", "no", "--dynamo_backend", "no"),
     )

@@ -208,13 +208,19 @@ def alternate(rounds: int, runners: dict) -> dict[str, list[float]]:
     return times
 
 
-def figure(work: float, times: dict[str, list[float]], reference: str = "marian") -> dict:
-    """Median rate (work / time) of each runner and, for each, the median per-round ratio to `reference`."""
+def figure(work: float, times: dict[str, list[float]]) -> dict:
+    """Median rate (work / time) of each runner; `ours_ratio`: the median over rounds of ours' rate / Marian's;
+    `<name>_vs_ours`: the median over rounds of each other runner's rate / ours'."""
+
+    def ratio(name, reference):
+        return statistics.median(other / time for time, other in zip(times[name], times[reference]))
+
     result = {name: work / statistics.median(values) for name, values in times.items()}
-    for name, values in times.items():
-        if name != reference and reference in times:
-            ratios = [reference_time / time for time, reference_time in zip(values, times[reference])]
-            result[f"{name}_ratio"] = statistics.median(ratios)
+    if "marian" in times:
+        result["ours_ratio"] = ratio("ours", "marian")
+    for name in times:
+        if name != "ours":
+            result[f"{name}_vs_ours"] = ratio(name, "ours")
     result["rounds"] = {name: [work / value for value in values] for name, values in times.items()}
     return result
 
@@ -364,7 +370,8 @@ def format_table(results: dict) -> str:
             for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"):
                 entry = results.get(key, {})
                 rate = entry.get(name)
-                cells += [number(rate), "-" if rate is None else f"{rate / entry['ours']:.2f}x"]
+                vs_ours = 1.0 if name == "ours" else entry.get(f"{name}_vs_ours")
+                cells += [number(rate), "-" if rate is None else f"{vs_ours:.2f}x"]
                 equal = entry.get("same_translations_as_ours", {}).get(name)
                 same.append("-" if equal is None else "yes" if equal else "no")
             rows.append((*cells, "-" if name == "ours" else ", ".join(same)))

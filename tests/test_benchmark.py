@@ -68,9 +68,10 @@ def test_printed_table(benchmark, tiny_run):
 
 
 def test_ratio_is_the_median_of_per_round_ratios(benchmark):
-    figure = benchmark.figure(10, {"ours": [1.0, 2.0, 4.0], "marian": [2.0, 2.0, 2.0]})
+    figure = benchmark.figure(10, {"ours": [1.0, 2.0, 4.0], "marian": [2.0, 2.0, 2.0], "engine": [1.0, 1.0, 1.0]})
     assert figure["ours"] == 5.0 and figure["marian"] == 5.0  # work / median time
     assert figure["ours_ratio"] == 1.0  # median of 2.0, 1.0, 0.5
+    assert figure["marian_vs_ours"] == 1.0 and figure["engine_vs_ours"] == 2.0  # median of 1, 2, 4
     assert figure["rounds"]["ours"] == [10.0, 5.0, 2.5]
 
 

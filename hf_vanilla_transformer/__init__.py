@@ -9,6 +9,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .conversion import from_marian
+from .export import export_ctranslate2
 from .hub import push_model_dir
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import (
@@ -34,6 +35,7 @@ __all__ = [
     "VanillaTransformerModel",
     "VanillaTransformerPreTrainedModel",
     "TranslationPipeline",
+    "export_ctranslate2",
     "from_marian",
     "push_model_dir",
     "save_model_card",

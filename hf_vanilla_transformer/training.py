@@ -8,9 +8,7 @@ usual Trainer flag, and a flag given on the command line wins.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 import sys
 from dataclasses import dataclass, field

@@ -130,12 +130,12 @@ assert info.private
 lfs = {{s.rfilename: s.lfs for s in info.siblings}}
 assert lfs["weights/model.safetensors"] is not None and lfs["notes.txt"] is None, lfs  # went through LFS
 """, hf_home=tmp_path / "push_home")
-    proc = hub_server.run_python(f"""
+    proc = hub_server.run_python("""
 import hashlib, json, pathlib
 from huggingface_hub import HfApi, snapshot_download
 root = pathlib.Path(snapshot_download("user/test"))
-print(json.dumps({{p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-                  for p in root.rglob("*") if p.is_file()}}))
+print(json.dumps({p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                  for p in root.rglob("*") if p.is_file()}))
 assert sorted(HfApi().list_repo_files("user/test")) == [".gitattributes", "notes.txt", "weights/model.safetensors"]
 """, hf_home=tmp_path / "pull_home")
     pulled = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -179,7 +179,7 @@ assert torch.equal(model(torch.linspace(-1, 1, 8)).detach(), torch.load({str(pus
 
 
 def test_private_repo_needs_the_token(hub_server, pushed, tmp_path):  # noqa: F811
-    anonymous = f"""
+    anonymous = """
 from huggingface_hub import HfApi, hf_hub_download
 from huggingface_hub.errors import RepositoryNotFoundError
 for call in (lambda: HfApi().model_info("user/tiny"), lambda: hf_hub_download("user/tiny", "config.json")):

@@ -10,7 +10,6 @@ import pytest
 import sacrebleu
 from transformers import EvalPrediction
 
-import hf_vanilla_transformer
 from hf_vanilla_transformer.metrics import BLEU_CHRF_METRIC_PATH, compute_translation_metrics, make_compute_metrics
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
 

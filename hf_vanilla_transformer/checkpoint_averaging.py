@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
-
-def run_checkpoints(run_dir: str | Path) -> list[Path]:
-    """The Trainer's `checkpoint-<step>` folders in `run_dir`, oldest first."""
-    found = [p for p in Path(run_dir).iterdir() if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
-    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+from .trainer import run_checkpoints  # noqa: F401  (re-exported for scripts/average_checkpoints.py)
 
 
 def _load_weights(checkpoint: Path) -> dict[str, torch.Tensor]:

@@ -130,11 +130,16 @@ def is_complete_checkpoint(folder: str | Path) -> bool:
     return (Path(folder) / CHECKPOINT_COMPLETE).is_file()
 
 
+def run_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The Trainer's `checkpoint-<step>` folders in `run_dir`, oldest first (none if it does not exist)."""
+    found = [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
 def last_complete_checkpoint(output_dir: str | Path) -> Path | None:
     """The latest `checkpoint-<step>` in `output_dir` that was written whole; incomplete ones are named in a warning."""
-    folders = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
     skipped = []
-    for folder in sorted(folders, key=lambda p: int(p.name.split("-")[1]), reverse=True):
+    for folder in reversed(run_checkpoints(output_dir)):
         if is_complete_checkpoint(folder):
             if skipped:
                 logger.warning("Skipping incomplete checkpoints (the run was stopped while saving): %s", skipped)

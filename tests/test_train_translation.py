@@ -183,3 +183,26 @@ def test_multi30k_recipe(tmp_path):
     results = json.loads((tmp_path / "all_results.json").read_text())
     assert results["eval_samples"] == 32 and "eval_chrf" in results
     assert results["train_loss"] < 9
+
+
+def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path):
+    out, _ = builtin_run
+    run_script("--output_dir", tmp_path, "--tokenizer_name", out, *FEW_NUMBERS, *TINY, "--vocab_size", "999",
+               "--max_steps", "1", "--per_device_train_batch_size", "8")
+    given, saved = AutoTokenizer.from_pretrained(out), AutoTokenizer.from_pretrained(tmp_path)
+    assert saved.get_vocab() == given.get_vocab() and len(given) != 999  # not a newly trained vocabulary
+    assert AutoModelForSeq2SeqLM.from_pretrained(tmp_path).config.vocab_size == len(given)
+
+
+@pytest.mark.skipif(not os.environ.get("RUN_MAIN_JOB"), reason="set RUN_MAIN_JOB=1: the README's main job, ~2-8 min")
+def test_readme_main_job_reaches_bleu_80_within_10_minutes(tmp_path):
+    """`python scripts/train_translation.py --output_dir DIR`, exactly as the README gives it."""
+    import time
+
+    start = time.monotonic()
+    result = subprocess.run([sys.executable, SCRIPT, "--output_dir", str(tmp_path)], capture_output=True, text=True,
+                            cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert time.monotonic() - start < 600
+    assert json.loads((tmp_path / "all_results.json").read_text())["eval_bleu"] >= 80
+    assert "Sample translations (de -> en)" in result.stdout

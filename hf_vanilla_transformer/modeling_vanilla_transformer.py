@@ -131,6 +131,7 @@ class PrepackedLinear(nn.Linear):
             and not (self.training or torch.is_grad_enabled() or is_torchdynamo_compiling())
             and hidden_states.device.type == "cpu"
             and hidden_states.dtype == self.weight.dtype == torch.float32
+            and type(self.weight.data) is torch.Tensor  # not a quantized or otherwise wrapped weight
         ):
             return None
         key = (hidden_states.shape[0], self.weight.data_ptr(), self.weight._version)

@@ -4,23 +4,33 @@
     python scripts/benchmark.py                          # the paper's base size, vocab 8000, batch 32 x 32 tokens
     python scripts/benchmark.py --json bench.json --repeats 7
     python scripts/benchmark.py --d_model 64 --layers 2 --ffn_dim 128 --vocab_size 500 --repeats 2  # quick look
+    python scripts/benchmark.py --device cuda --dtype bfloat16            # a GPU: bf16, sdpa attention, with MFU
+    python scripts/benchmark.py --device cuda --dtype bfloat16 --compile  # the same under torch.compile
 
 Both models get the same weights (ours is `from_marian(marian)`) and run alternately in one process, so that a
 machine that speeds up or slows down affects both; each figure is the median over --repeats rounds and the ratio
-is the median of the per-round ratios. Figures, all fp32 on the CPU with --threads threads:
-  training tokens/s: target tokens per second of forward + backward + AdamW step, train mode (dropout on);
+is the median of the per-round ratios. Figures, by default fp32 on the CPU with --threads threads (--device,
+--dtype, --attn_implementation and --compile apply to both models alike):
+  training tokens/s: target tokens per second of forward + backward + AdamW step, train mode (dropout on); in
+      bf16/fp16 the model itself is in that dtype (weights, gradients and AdamW state; no autocast, no fp32 copy);
+  model FLOPs utilization: training tokens/s x model FLOPs per target token (see training_flops_per_token) / the
+      device's peak FLOP/s: --peak_tflops, or a table of known GPUs' bf16/fp16 dense peaks; n/a without a peak;
   greedy / beam-4 sentences/s: generate() of --gen_sentences sources of --gen_source_len tokens into exactly
-      --gen_tokens new tokens (min = max new tokens, so that both produce the same amount of work);
+      --gen_tokens new tokens (min = max new tokens, so that both produce the same amount of work); with
+      --compile, transformers' compiled generation: a static cache, and generate() compiles the decoding step's
+      forward (greedy; its beam search keeps the eager forward, with the static cache);
   peak training memory: the highest resident set size while training minus the size just before the first step
       (weights, gradients, optimizer state and activations; each model in a fresh subprocess, peak reset through
-      /proc/self/clear_refs), and the absolute peak;
-  CTranslate2: our model exported with export_ctranslate2, fp32 and int8 weights, greedy and beam 4, same sources
-      and lengths, --threads intra-op threads.
+      /proc/self/clear_refs), and the absolute peak; on an accelerator, memory allocated by tensors instead
+      (torch.cuda.max_memory_allocated and its kin, reset per model);
+  CTranslate2 (CPU, fp32 only): our model exported with export_ctranslate2, fp32 and int8 weights, greedy and
+      beam 4, same sources and lengths, --threads intra-op threads.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -37,6 +47,9 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.append(str(REPO))
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+CPU = torch.device("cpu")
 
 
 def parse_arguments(argv=None):
@@ -61,8 +74,17 @@ def parse_arguments(argv=None):
     work.add_argument("--gen_tokens", type=int, default=30, help="new tokens per sentence (min and max)")
     work.add_argument("--repeats", type=int, default=5, help="alternating rounds; figures are medians over them")
     work.add_argument("--memory_steps", type=int, default=2,
-                      help="training steps in each memory subprocess (the second has the optimizer state too)")
+                      help="training steps in each memory measurement (the second has the optimizer state too)")
     run = parser.add_argument_group("run")
+    run.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, xpu, ...")
+    run.add_argument("--dtype", default="float32", choices=list(DTYPES), help="of the models' weights and compute")
+    run.add_argument("--attn_implementation", default="sdpa", choices=["sdpa", "eager"])
+    run.add_argument("--compile", action="store_true",
+                     help="torch.compile training (forward and backward) and generation (static cache)")
+    run.add_argument("--compile_backend", default="inductor", help="torch.compile backend (eager, aot_eager: tests)")
+    run.add_argument("--peak_tflops", type=float, default=None,
+                     help="the device's peak TFLOP/s in --dtype, for model FLOPs utilization (default: from a table "
+                          "of known GPUs for bf16/fp16; none for the CPU)")
     run.add_argument("--threads", type=int, default=None, help="torch and CTranslate2 threads (default: all cores)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--skip", nargs="*", default=[], choices=["train", "greedy", "beam", "memory", "ctranslate2"],
@@ -112,7 +134,7 @@ def build_models(args):
     ours = from_marian(marian)
     for model in (ours, marian):
         model.generation_config.max_length = None
-    return ours, marian
+    return place(args, ours), place(args, marian)
 
 
 def build_one(args, which):
@@ -124,18 +146,31 @@ def build_one(args, which):
 
     torch.manual_seed(args.seed)
     if which == "marian":
-        return MarianMTModel(marian_config(args))
-    return VanillaTransformerForConditionalGeneration(_config_from_marian(marian_config(args)))
+        return place(args, MarianMTModel(marian_config(args)))
+    return place(args, VanillaTransformerForConditionalGeneration(_config_from_marian(marian_config(args))))
+
+
+def place(args, model):
+    """The model on --device, in --dtype, with --attn_implementation."""
+    model.set_attn_implementation(args.attn_implementation)
+    return model.to(device=args.device, dtype=DTYPES[args.dtype])
+
+
+def for_training(args, model):
+    """With --compile, the model torch.compile'd (its forward, and so its backward); else the model itself."""
+    return torch.compile(model, backend=args.compile_backend) if args.compile else model
 
 
 def training_batch(args, generator):
     input_ids = torch.randint(3, args.vocab_size, (args.batch_size, args.seq_len), generator=generator)
     labels = torch.randint(3, args.vocab_size, (args.batch_size, args.seq_len), generator=generator)
-    return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "labels": labels}
+    batch = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "labels": labels}
+    return {name: tensor.to(args.device) for name, tensor in batch.items()}
 
 
 def generation_batch(args, generator):
     input_ids = torch.randint(3, args.vocab_size, (args.gen_sentences, args.gen_source_len), generator=generator)
+    input_ids = input_ids.to(args.device)
     return input_ids, torch.ones_like(input_ids)
 
 
@@ -153,9 +188,17 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
 
 
-def timed(function, *args, **kwargs) -> float:
+def synchronize(device: torch.device):
+    """Wait for the work queued on an accelerator, so that a timer sees it done; nothing to wait for on the CPU."""
+    if device.type != "cpu":
+        torch.get_device_module(device).synchronize(device)
+
+
+def timed(function, device: torch.device) -> float:
+    synchronize(device)
     start = time.perf_counter()
-    function(*args, **kwargs)
+    function()
+    synchronize(device)
     return time.perf_counter() - start
 
 
@@ -169,27 +212,61 @@ def _status_kib(field: str) -> int:
     raise RuntimeError(f"no {field} in /proc/self/status")
 
 
-def memory_worker(args):
-    """In a fresh process: build one model and its optimizer, reset the peak RSS, train, print the peak."""
-    torch.set_num_threads(args.threads or torch.get_num_threads())
-    model = build_one(args, args.memory_worker)
+def reset_peak_memory(device: torch.device) -> float:
+    """Memory in use now, MiB, which becomes the peak: the resident set size on the CPU, else the memory allocated
+    by tensors on the device."""
+    if device.type == "cpu":
+        now = _status_kib("VmRSS") / 1024
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM, the peak RSS, to the current RSS
+        return now
+    backend = torch.get_device_module(device)
+    synchronize(device)
+    backend.reset_peak_memory_stats(device)
+    return backend.memory_allocated(device) / 2**20
+
+
+def peak_memory(device: torch.device) -> float:
+    """The peak since `reset_peak_memory`, MiB."""
+    if device.type == "cpu":
+        return _status_kib("VmHWM") / 1024
+    synchronize(device)
+    return torch.get_device_module(device).max_memory_allocated(device) / 2**20
+
+
+def training_memory(args, which) -> dict:
+    """Build one model and its optimizer, train --memory_steps steps: memory before the first step and the peak."""
+    device = torch.device(args.device)
+    model = for_training(args, build_one(args, which))
     trainer = Trainer(model, training_batch(args, torch.Generator().manual_seed(args.seed)))
     gc.collect()
-    before = _status_kib("VmRSS")
-    Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM, the peak RSS, to the current RSS
+    before = reset_peak_memory(device)
     for _ in range(args.memory_steps):
         trainer.step()
-    peak = _status_kib("VmHWM")
-    print(json.dumps({"before_mib": before / 1024, "peak_mib": peak / 1024, "training_mib": (peak - before) / 1024}))
+    peak = peak_memory(device)
+    return {"before_mib": before, "peak_mib": peak, "training_mib": peak - before}
+
+
+def memory_worker(args):
+    """In a fresh process: the training memory of one model, printed as JSON."""
+    torch.set_num_threads(args.threads or torch.get_num_threads())
+    print(json.dumps(training_memory(args, args.memory_worker)))
 
 
 def measure_memory(args, which) -> dict:
+    """On the CPU, in a fresh process per model (the peak RSS counts everything the process ever held); on an
+    accelerator, in this one."""
+    if torch.device(args.device).type != "cpu":
+        torch.compiler.reset()  # compiled code may hold on to models measured or timed before
+        gc.collect()
+        return training_memory(args, which)
     command = [sys.executable, str(Path(__file__).resolve()), "--memory_worker", which]
     for name in ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "seq_len", "memory_steps",
-                 "seed", "threads"):
+                 "seed", "threads", "device", "dtype", "attn_implementation", "compile_backend"):
         value = getattr(args, name)
         if value is not None:
             command += [f"--{name}", str(value)]
+    if args.compile:
+        command.append("--compile")
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     output = subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout
     return json.loads(output.strip().splitlines()[-1])
@@ -198,13 +275,13 @@ def measure_memory(args, which) -> dict:
 # ---------------------------------------------------------------------------------------------------------- figures
 
 
-def alternate(rounds: int, runners: dict) -> dict[str, list[float]]:
+def alternate(rounds: int, runners: dict, device: torch.device = CPU) -> dict[str, list[float]]:
     """Time each runner once per round, reversing the order every other round."""
     times = {name: [] for name in runners}
     names = list(runners)
     for round_index in range(rounds):
         for name in names if round_index % 2 == 0 else names[::-1]:
-            times[name].append(timed(runners[name]))
+            times[name].append(timed(runners[name], device))
     return times
 
 
@@ -227,7 +304,7 @@ def figure(work: float, times: dict[str, list[float]]) -> dict:
 
 def run_training(args, ours, marian):
     batch = training_batch(args, torch.Generator().manual_seed(args.seed))
-    trainers = {"ours": Trainer(ours, batch), "marian": Trainer(marian, batch)}
+    trainers = {name: Trainer(for_training(args, model), batch) for name, model in (("ours", ours), ("marian", marian))}
     for trainer in trainers.values():
         for _ in range(args.warmup_steps):
             trainer.step()
@@ -239,7 +316,8 @@ def run_training(args, ours, marian):
 
         return steps
 
-    times = alternate(args.repeats, {name: runner(trainer) for name, trainer in trainers.items()})
+    runners = {name: runner(trainer) for name, trainer in trainers.items()}
+    times = alternate(args.repeats, runners, torch.device(args.device))
     for model in (ours, marian):
         model.eval()
         model.zero_grad(set_to_none=True)
@@ -251,15 +329,17 @@ def run_training(args, ours, marian):
 def generation_runners(args, ours, marian, num_beams, translators):
     """Runners for each engine, and whether each one's warm-up translations equal ours (the same work)."""
     input_ids, attention_mask = generation_batch(args, torch.Generator().manual_seed(args.seed + 1))
-    options = dict(
-        attention_mask=attention_mask,
-        num_beams=num_beams,
-        do_sample=False,
-        max_new_tokens=args.gen_tokens,
-        min_new_tokens=args.gen_tokens,
-    )
+    options = {
+        "attention_mask": attention_mask,
+        "num_beams": num_beams,
+        "do_sample": False,
+        "max_new_tokens": args.gen_tokens,
+        "min_new_tokens": args.gen_tokens,
+    }
     if num_beams > 1:
         options.update(length_penalty=0.6, early_stopping=True)
+    if args.compile:  # generate() compiles the decoding step's forward when its cache has static shapes
+        options.update(cache_implementation="static", compile_config=generation_compile_config(args))
 
     @torch.inference_mode()
     def generate(model):
@@ -268,23 +348,33 @@ def generation_runners(args, ours, marian, num_beams, translators):
     runners = {"ours": lambda: generate(ours), "marian": lambda: generate(marian)}
     if translators:
         source = [[str(i) for i in row] for row in input_ids.tolist()]
-        ct2_options = dict(
-            beam_size=num_beams,
-            length_penalty=0.6 if num_beams > 1 else 0.0,
-            max_decoding_length=args.gen_tokens,
-            min_decoding_length=args.gen_tokens,
-            return_end_token=True,
-        )
+        ct2_options = {
+            "beam_size": num_beams,
+            "length_penalty": 0.6 if num_beams > 1 else 0.0,
+            "max_decoding_length": args.gen_tokens,
+            "min_decoding_length": args.gen_tokens,
+            "return_end_token": True,
+        }
 
         def translate(translator):
             results = translator.translate_batch(source, **ct2_options)
             return [[int(token) for token in result.hypotheses[0]] for result in results]
 
         for name, translator in translators.items():
-            runners[name] = (lambda t: lambda: translate(t))(translator)
+            runners[name] = functools.partial(translate, translator)
     outputs = {name: runner() for name, runner in runners.items()}  # also the warm-up
     same = {name: output == outputs["ours"] for name, output in outputs.items() if name != "ours"}
     return runners, same
+
+
+def generation_compile_config(args):
+    """transformers' settings for compiling the decoding step: its default mode (CUDA graphs) under inductor."""
+    from transformers import CompileConfig
+
+    mode = "reduce-overhead" if args.compile_backend == "inductor" else None  # other backends take no mode
+    config = CompileConfig(backend=args.compile_backend, mode=mode)
+    config._compile_all_devices = True  # generate() compiles by itself on cuda, xpu, ... only; this says: here too
+    return config
 
 
 def ctranslate2_translators(args, ours, directory):
@@ -323,6 +413,7 @@ def machine_description(args) -> dict:
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "device": device_name(torch.device(args.device)),
     }
     try:
         import ctranslate2
@@ -331,6 +422,76 @@ def machine_description(args) -> dict:
     except ImportError:
         pass
     return description
+
+
+# ----------------------------------------------------------------------------------------- model FLOPs utilization
+
+# Dense (no sparsity) bf16/fp16 tensor-core peaks from NVIDIA's data sheets, TFLOP/s, by a part of the device name.
+PEAK_TFLOPS = (
+    ("H200", 989.4),
+    ("H100 PCIe", 756.0),
+    ("H100 SXM", 989.4),
+    ("H100 80GB HBM3", 989.4),  # the SXM part's name in torch.cuda.get_device_name
+    ("A100", 312.0),
+)
+
+
+def training_flops_per_token(args) -> float:
+    """Model FLOPs of a training step per target token: the usual 6N + attention estimate (Kaplan et al. 2020,
+    "Scaling laws", section 2.1; PaLM, appendix B), written out for an encoder-decoder.
+
+    Multiplying an (m x k) by a (k x n) matrix is 2mkn FLOPs, and backward is twice forward (the gradients of both
+    factors), so a training step is 3 x forward: 6 FLOPs per weight per token that passes through it (the 6N) plus
+    3 x 4 x (keys attended) x d_model per token per attention layer (QK^T and AV). With d = d_model, f = ffn_dim,
+    n layers per stack, V vocabulary, S source and T target tokens per sentence, forward FLOPs per sentence are
+
+        encoder   S * n * (2 * (4d^2 + 2df) + 4Sd)         Q, K, V, output projections and FFN; self-attention
+        decoder   T * n * (2 * (6d^2 + 2df) + 4Td + 4Sd)   the same with cross-attention's Q and output projection;
+                                                            causal self-attention counted in full, as kernels run it
+                  + S * n * 2 * 2d^2                       cross-attention's K, V of the encoder output
+        output    T * 2dV                                  logits (the projection tied to the embedding)
+
+    Embedding lookups, biases, norms, softmax, dropout and the loss are left out, and so is recomputation such as
+    a flash-attention backward's (model FLOPs, not hardware FLOPs). Ours and Marian are the same network: one count.
+    """
+    d, f, n, vocabulary = args.d_model, args.ffn_dim, args.layers, args.vocab_size
+    source = target = args.seq_len
+    encoder = source * n * (2 * (4 * d * d + 2 * d * f) + 4 * source * d)
+    decoder = target * n * (2 * (6 * d * d + 2 * d * f) + 4 * (target + source) * d) + source * n * 2 * 2 * d * d
+    output = target * 2 * d * vocabulary
+    return 3 * (encoder + decoder + output) / target
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cpu":
+        return "CPU"
+    return torch.get_device_module(device).get_device_name(device)
+
+
+def peak_tflops(args) -> tuple[float | None, str]:
+    """The peak TFLOP/s that model FLOPs utilization divides by, and where it comes from (or why there is none)."""
+    if args.peak_tflops is not None:
+        return args.peak_tflops, "--peak_tflops"
+    device = torch.device(args.device)
+    if device.type == "cpu":
+        return None, "no known peak for the CPU: pass --peak_tflops"
+    name = device_name(device)
+    if args.dtype in ("bfloat16", "float16"):
+        for part, tflops in PEAK_TFLOPS:
+            if part.lower() in name.lower():
+                return tflops, f"assumed: {part}'s dense {args.dtype} peak"
+    return None, f"no known {args.dtype} peak for {name}: pass --peak_tflops"
+
+
+def flops_utilization(args, training: dict) -> dict:
+    """Model FLOPs utilization of each model's median training tokens/s; None without a peak."""
+    flops = training_flops_per_token(args)
+    peak, source = peak_tflops(args)
+    result = {"flops_per_token": flops, "peak_tflops": peak, "peak_source": source}
+    for name in ("ours", "marian"):
+        result[name] = None if peak is None else training[name] * flops / (peak * 1e12)
+    result["ours_ratio"] = training["ours_ratio"]  # MFU is proportional to tokens/s
+    return result
 
 
 # ---------------------------------------------------------------------------------------------------------- report
@@ -351,13 +512,19 @@ def format_table(results: dict) -> str:
         if key in results:
             entry = results[key]
             rows.append((label, number(entry["ours"]), number(entry["marian"]), f"{entry['ours_ratio']:.2f}x"))
-    if "peak_training_memory_mib" in results:
-        entry = results["peak_training_memory_mib"]
-        rows.append(("peak training memory, MiB (above model)", number(entry["ours"], 0), number(entry["marian"], 0),
-                     f"{entry['ours_ratio']:.2f}x"))
-        entry = results["peak_rss_mib"]
-        rows.append(("peak RSS while training, MiB", number(entry["ours"], 0), number(entry["marian"], 0),
-                     f"{entry['ours_ratio']:.2f}x"))
+        if key == "train_tokens_per_s" and results.get("model_flops_utilization", {}).get("ours") is not None:
+            entry = results["model_flops_utilization"]
+            rows.append(("model FLOPs utilization", f"{entry['ours']:.1%}", f"{entry['marian']:.1%}",
+                         f"{entry['ours_ratio']:.2f}x"))
+    memory_labels = {
+        "peak_training_memory_mib": "peak training memory, MiB (above model)",
+        "peak_rss_mib": "peak RSS while training, MiB",
+        "peak_memory_allocated_mib": "peak memory allocated while training, MiB",
+    }
+    for key, label in memory_labels.items():
+        if key in results:
+            entry = results[key]
+            rows.append((label, number(entry["ours"], 0), number(entry["marian"], 0), f"{entry['ours_ratio']:.2f}x"))
     lines = [_markdown(rows)]
     engines = [name for name in ("ctranslate2_fp32", "ctranslate2_int8")
                if any(name in results.get(key, {}) for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"))]
@@ -386,12 +553,38 @@ def _markdown(rows) -> str:
     return "\n".join(lines)
 
 
+PRECISION = {
+    "float32": "fp32",
+    "bfloat16": "bf16 (the models themselves: weights, gradients, AdamW state; no autocast, no fp32 copy)",
+    "float16": "fp16 (the models themselves: weights, gradients, AdamW state; no autocast, no loss scaling)",
+}
+
+
+def execution_line(args, results) -> str:
+    """Device, attention, compilation, and the model FLOPs utilization's terms."""
+    device = torch.device(args.device)
+    where = "device cpu" if device.type == "cpu" else f"device {args.device} ({device_name(device)})"
+    compiled = f"torch.compile ({args.compile_backend})" if args.compile else "no torch.compile"
+    line = f"{where}, {args.attn_implementation} attention, {compiled}"
+    if "model_flops_utilization" in results:
+        entry = results["model_flops_utilization"]
+        line += f"; training {entry['flops_per_token'] / 1e9:.3g} GFLOP per target token (6N + attention); MFU "
+        if entry["peak_tflops"] is None:
+            line += f"n/a ({entry['peak_source']})"
+        else:
+            line += f"against {entry['peak_tflops']:g} TFLOP/s ({entry['peak_source']})"
+    return line
+
+
 def main(argv=None):
     args = parse_arguments(argv)
     if args.memory_worker:
         return memory_worker(args)
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if (device.type, args.dtype) != ("cpu", "float32") and "ctranslate2" not in args.skip:
+        args.skip = [*args.skip, "ctranslate2"]  # CTranslate2's figures are the CPU's, in fp32
     settings = {name: value for name, value in vars(args).items() if name != "memory_worker"}
     results = {"machine": machine_description(args), "settings": settings}
     started = time.perf_counter()
@@ -414,16 +607,20 @@ def main(argv=None):
                 continue
             log(f"generation, {num_beams} beam(s)")
             runners, same = generation_runners(args, ours, marian, num_beams, translators)
-            results[key] = figure(args.gen_sentences, alternate(args.repeats, runners))
+            results[key] = figure(args.gen_sentences, alternate(args.repeats, runners, device))
             results[key]["same_translations_as_ours"] = same
         del translators
     if "train" not in args.skip:  # the models' weights part here: their dropout masks differ
         log("training")
         results["train_tokens_per_s"] = run_training(args, ours, marian)
+        results["model_flops_utilization"] = flops_utilization(args, results["train_tokens_per_s"])
+    del ours, marian  # an accelerator's memory is measured in this process, with one model at a time
     if "memory" not in args.skip:
-        log("peak training memory (a subprocess per model)")
+        on_cpu = device.type == "cpu"
+        log("peak training memory" + (" (a subprocess per model)" if on_cpu else ""))
         memory = {name: measure_memory(args, name) for name in ("ours", "marian")}
-        for key, field in (("peak_training_memory_mib", "training_mib"), ("peak_rss_mib", "peak_mib")):
+        absolute = "peak_rss_mib" if on_cpu else "peak_memory_allocated_mib"
+        for key, field in (("peak_training_memory_mib", "training_mib"), (absolute, "peak_mib")):
             results[key] = {name: memory[name][field] for name in memory}
             results[key]["ours_ratio"] = results[key]["ours"] / results[key]["marian"]
     results["machine"]["load_average_at_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -436,8 +633,10 @@ def main(argv=None):
           f"{machine['load_average_at_start']:.1f} at start, {machine['load_average_at_end']:.1f} at end")
     print(f"vocab {args.vocab_size}, d_model {args.d_model}, {args.layers}+{args.layers} layers, {args.heads} heads, "
           f"d_ff {args.ffn_dim}; training batch {args.batch_size} x {args.seq_len} tokens; generation "
-          f"{args.gen_sentences} sentences of {args.gen_source_len} tokens -> {args.gen_tokens} tokens; fp32; "
-          f"medians of {args.repeats} alternating rounds; a ratio is the median of the rounds' ratios\n")
+          f"{args.gen_sentences} sentences of {args.gen_source_len} tokens -> {args.gen_tokens} tokens; "
+          f"{PRECISION[args.dtype]}; medians of {args.repeats} alternating rounds; a ratio is the median of the "
+          "rounds' ratios")
+    print(execution_line(args, results) + "\n")
     print(format_table(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")

@@ -2,16 +2,17 @@
 
 import importlib.util
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 import torch
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "benchmark.py"
-TINY = (
+TINY = shlex.split(
     "--vocab_size 120 --d_model 32 --layers 2 --heads 4 --ffn_dim 48 --batch_size 4 --seq_len 6 --train_steps 1 "
     "--warmup_steps 1 --gen_sentences 3 --gen_source_len 5 --gen_tokens 4 --repeats 2 --memory_steps 2 --threads 1"
-).split()
+)
 
 
 def load_benchmark():
@@ -26,19 +27,24 @@ def benchmark():
     return load_benchmark()
 
 
-@pytest.fixture(scope="module")
-def tiny_run(benchmark, tmp_path_factory):
+def run(benchmark, directory, *options):
+    """main() on the tiny sizes plus `options`: the results it returns and those it wrote as JSON."""
     threads = torch.get_num_threads()
-    path = tmp_path_factory.mktemp("bench") / "results.json"
+    path = directory / "results.json"
     try:
-        results = benchmark.main([*TINY, "--json", str(path)])
+        results = benchmark.main([*TINY, *options, "--json", str(path)])
     finally:
         torch.set_num_threads(threads)
     return results, json.loads(path.read_text())
 
 
+@pytest.fixture(scope="module")
+def tiny_run(benchmark, tmp_path_factory):
+    return run(benchmark, tmp_path_factory.mktemp("bench"))
+
+
 def test_every_figure_for_both_models(tiny_run):
-    results, written = tiny_run
+    _, written = tiny_run
     for key in ("train_tokens_per_s", "greedy_sentences_per_s", "beam4_sentences_per_s", "peak_training_memory_mib"):
         entry = written[key]
         assert entry["ours"] > 0 and entry["marian"] > 0 and entry["ours_ratio"] > 0, key
@@ -88,3 +94,109 @@ def test_same_function(benchmark):
     batch = benchmark.training_batch(args, torch.Generator().manual_seed(0))
     with torch.no_grad():
         torch.testing.assert_close(ours.eval()(**batch).logits, marian.eval()(**batch).logits, atol=1e-4, rtol=1e-4)
+
+
+def test_models_on_the_device_in_the_dtype_with_the_attention(benchmark):
+    args = benchmark.parse_arguments([*TINY, "--dtype", "bfloat16", "--attn_implementation", "eager"])
+    for model in benchmark.build_models(args):
+        assert {parameter.dtype for parameter in model.parameters()} == {torch.bfloat16}
+        assert model.config._attn_implementation == "eager"
+    assert benchmark.training_batch(args, torch.Generator())["input_ids"].device.type == "cpu"
+
+
+def test_bfloat16_on_the_cpu(benchmark, tmp_path, capsys):
+    _, written = run(benchmark, tmp_path, "--dtype", "bfloat16", "--skip", "memory")
+    for key in ("train_tokens_per_s", "greedy_sentences_per_s", "beam4_sentences_per_s"):
+        assert written[key]["ours"] > 0 and written[key]["marian"] > 0, key
+    assert "ctranslate2_fp32" not in written["greedy_sentences_per_s"]  # CTranslate2 figures: fp32 only
+    assert written["settings"]["dtype"] == "bfloat16"
+    assert "; bf16 (the models themselves: weights, gradients, AdamW state; no autocast" in capsys.readouterr().out
+
+
+def test_compiled_training(benchmark, tmp_path, monkeypatch):
+    compile_, compiled = torch.compile, []
+
+    def spy(model, **options):
+        compiled.append((type(model).__name__, options["backend"]))
+        return compile_(model, **options)
+
+    monkeypatch.setattr(torch, "compile", spy)
+    torch.compiler.reset()
+    _, written = run(benchmark, tmp_path, "--compile", "--compile_backend", "aot_eager",
+                     "--skip", "greedy", "beam", "memory", "ctranslate2")
+    torch.compiler.reset()
+    assert written["train_tokens_per_s"]["ours"] > 0 and written["train_tokens_per_s"]["marian"] > 0
+    assert sorted(compiled) == [("MarianMTModel", "aot_eager"),
+                                ("VanillaTransformerForConditionalGeneration", "aot_eager")]
+
+
+def test_compiled_generation(benchmark):
+    """--compile: a static cache, so that generate() compiles each model's decoding step (into `_compiled_call`)."""
+    args = benchmark.parse_arguments([*TINY, "--compile", "--compile_backend", "eager", "--gen_tokens", "2"])
+    ours, marian = (model.eval() for model in benchmark.build_models(args))
+    torch.compiler.reset()
+    _, same = benchmark.generation_runners(args, ours, marian, 1, {})
+    torch.compiler.reset()
+    assert same["marian"]
+    assert hasattr(ours, "_compiled_call") and hasattr(marian, "_compiled_call")
+
+
+def test_flops_per_token_against_a_flop_counter(benchmark):
+    """The analytic count against torch's count of the matmul FLOPs of a training step's forward and backward, for
+    ours and Marian. Eager attention, whose matmuls torch counts (it has no formula for the CPU's sdpa kernel); 24
+    tokens, so that attention is a fifth of the count."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    args = benchmark.parse_arguments([*TINY, "--seq_len", "24", "--attn_implementation", "eager"])
+    batch = benchmark.training_batch(args, torch.Generator().manual_seed(0))
+    for model in benchmark.build_models(args):
+        with FlopCounterMode(display=False) as counter:
+            model.train()(**batch).loss.backward()
+        per_token = counter.get_total_flops() / (args.batch_size * args.seq_len)
+        assert benchmark.training_flops_per_token(args) == pytest.approx(per_token, rel=0.01)
+
+
+def test_model_flops_utilization_from_peak_tflops(benchmark, tmp_path, capsys):
+    _, written = run(benchmark, tmp_path, "--peak_tflops", "0.002", "--skip", "greedy", "beam", "memory", "ctranslate2")
+    flops = benchmark.training_flops_per_token(benchmark.parse_arguments(TINY))
+    utilization = written["model_flops_utilization"]
+    assert utilization["flops_per_token"] == flops and utilization["peak_tflops"] == 0.002
+    for name in ("ours", "marian"):
+        assert utilization[name] == pytest.approx(written["train_tokens_per_s"][name] * flops / 2e9)
+    output = capsys.readouterr().out
+    assert "| model FLOPs utilization" in output and "MFU against 0.002 TFLOP/s (--peak_tflops)" in output
+
+
+def test_no_model_flops_utilization_on_the_cpu_without_a_peak(benchmark, tiny_run):
+    results, written = tiny_run
+    assert written["model_flops_utilization"]["ours"] is None
+    assert "model FLOPs utilization" not in benchmark.format_table(results)  # the default table as it was
+    line = benchmark.execution_line(benchmark.parse_arguments(TINY), results)
+    assert "MFU n/a (no known peak for the CPU: pass --peak_tflops)" in line
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype", "peak"),
+    [
+        ("NVIDIA H100 80GB HBM3", "bfloat16", 989.4),
+        ("NVIDIA H100 PCIe", "float16", 756.0),
+        ("NVIDIA H200", "bfloat16", 989.4),
+        ("NVIDIA A100-SXM4-80GB", "bfloat16", 312.0),
+        ("NVIDIA H100 80GB HBM3", "float32", None),  # no fp32 peaks in the table
+        ("NVIDIA L4", "bfloat16", None),
+    ],
+)
+def test_peak_of_known_accelerators(benchmark, monkeypatch, name, dtype, peak):
+    monkeypatch.setattr(benchmark, "device_name", lambda device: name)
+    args = benchmark.parse_arguments(["--device", "cuda", "--dtype", dtype])
+    assert benchmark.peak_tflops(args)[0] == peak
+    args.peak_tflops = 500.0
+    assert benchmark.peak_tflops(args) == (500.0, "--peak_tflops")
+
+
+def test_help_shows_the_gpu_command_lines(benchmark, capsys):
+    with pytest.raises(SystemExit):
+        benchmark.parse_arguments(["--help"])
+    output = capsys.readouterr().out
+    assert "python scripts/benchmark.py --device cuda --dtype bfloat16 " in output
+    assert "python scripts/benchmark.py --device cuda --dtype bfloat16 --compile" in output

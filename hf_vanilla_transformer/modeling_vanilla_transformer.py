@@ -67,8 +67,12 @@ def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
 
 
 def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) -> None:
-    """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared."""
-    if mask is not None and mask.dim() != 4 and tuple(mask.shape) != expected:
+    """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared. Skipped under
+    torch.compile, where a static cache's length is a tensor."""
+    if mask is None or mask.dim() == 4 or is_torchdynamo_compiling():
+        return
+    expected = tuple(int(size) for size in expected)
+    if tuple(mask.shape) != expected:
         raise ValueError(
             f"`{name}` has shape {tuple(mask.shape)} but must be (batch, length) = {expected}: 1 for tokens to "
             "attend to, 0 for padding."
@@ -94,11 +98,12 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         table = sinusoidal_encoding(torch.arange(config.max_position_embeddings), config.d_model)
         self.register_buffer("table", table, persistent=False)
 
-    def forward(self, length: int, offset: int = 0) -> torch.Tensor:
-        """Encodings of positions offset, ..., offset + length - 1, shape (length, d_model)."""
-        if offset + length <= self.table.shape[0]:
+    def forward(self, length: int, offset: int | torch.Tensor = 0) -> torch.Tensor:
+        """Encodings of positions offset, ..., offset + length - 1, shape (length, d_model). A tensor offset (a static
+        cache's length) takes the formula, so that torch.compile sees no branch on its value."""
+        if not isinstance(offset, torch.Tensor) and offset + length <= self.table.shape[0]:
             return self.table[offset : offset + length]
-        positions = torch.arange(offset, offset + length, device=self.table.device)
+        positions = torch.arange(length, device=self.table.device) + offset
         return sinusoidal_encoding(positions, self.d_model).to(self.table.dtype)
 
 

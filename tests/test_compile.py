@@ -4,7 +4,7 @@ training and in cached decoding; compiled and eager results agree."""
 import pytest
 import torch
 from conftest import tiny_config
-from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache, StaticCache
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
 
@@ -77,6 +77,38 @@ def test_a_cached_decoding_step_of_the_whole_model_has_no_graph_breaks(model, ba
             use_cache=True,
         )
     assert_one_graph(explanation)
+
+
+def test_a_decoding_step_with_a_static_cache_has_no_graph_breaks(model, batch):
+    """generate(cache_implementation="static"), the cache of compiled decoding, counts its length in a tensor: the
+    position encodings and mask checks must not branch on it."""
+    encoder_outputs = model.model.encoder(batch["input_ids"], batch["attention_mask"])
+    source_length = batch["input_ids"].shape[1]
+    cache = EncoderDecoderCache(
+        StaticCache(config=model.config, max_cache_len=16), StaticCache(config=model.config, max_cache_len=source_length)
+    )
+    step = dict(attention_mask=batch["attention_mask"], encoder_outputs=encoder_outputs, use_cache=True)
+    with torch.no_grad():
+        model(decoder_input_ids=batch["labels"][:, :3], past_key_values=cache, **step)
+        assert isinstance(cache.get_seq_length(), torch.Tensor)
+        assert_one_graph(explain(model, decoder_input_ids=batch["labels"][:, 3:4], past_key_values=cache, **step))
+
+
+def test_static_cache_generation_matches_the_dynamic_cache(model, batch):
+    kwargs = dict(max_new_tokens=8, num_beams=1, output_scores=True, return_dict_in_generate=True)
+    dynamic = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], **kwargs)
+    static = model.generate(
+        batch["input_ids"], attention_mask=batch["attention_mask"], cache_implementation="static", **kwargs
+    )
+    assert torch.equal(static.sequences, dynamic.sequences)
+    for static_scores, dynamic_scores in zip(static.scores, dynamic.scores, strict=True):
+        torch.testing.assert_close(static_scores, dynamic_scores, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("offset", [0, 5, 62, 100])
+def test_a_tensor_offset_gives_the_same_position_encodings(model, offset):
+    encodings = model.model.decoder.embed_positions
+    torch.testing.assert_close(encodings(3, torch.tensor(offset)), encodings(3, offset))
 
 
 def test_compiled_training_step_matches_eager(batch):

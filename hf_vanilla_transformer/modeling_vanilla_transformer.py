@@ -232,6 +232,9 @@ class VanillaTransformerAttention(nn.Module):
             if past_key_values is not None:
                 key, value = past_key_values.self_attention_cache.update(key, value, self.layer_idx)
 
+        group = query.shape[0] // key.shape[0]
+        if group > 1:  # several decoder rows (beams) per source: attend to its memory in one call, not `group` copies
+            query = query.unflatten(0, (-1, group)).transpose(1, 2).flatten(2, 3)
         attention = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
         output, weights = attention(
             self,
@@ -243,6 +246,8 @@ class VanillaTransformerAttention(nn.Module):
             dropout=self.dropout if self.training else 0.0,
             **kwargs,
         )
+        if group > 1 and weights is not None:
+            weights = weights.unflatten(2, (group, -1)).transpose(1, 2).flatten(0, 1)
         output = output.reshape(*hidden_states.shape[:-1], -1)
         return self.out_proj(output), weights
 
@@ -483,9 +488,11 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
 
         hidden_states = self.embed(input_ids, inputs_embeds, offset)
         batch, length = hidden_states.shape[:2]
-        if encoder_hidden_states.shape[0] != batch:
+        sources = encoder_hidden_states.shape[0]
+        if batch % sources:
             raise ValueError(
-                f"The decoder inputs have batch size {batch} but `encoder_hidden_states` {encoder_hidden_states.shape[0]}."
+                f"The decoder inputs have batch size {batch} but `encoder_hidden_states` {sources}: they must be equal, "
+                "or a multiple (rows i*k ... i*k+k-1 attend to source i, as generate() decodes k beams per source)."
             )
         check_mask("decoder_attention_mask", attention_mask, (batch, offset + length))
         check_mask("attention_mask", encoder_attention_mask, tuple(encoder_hidden_states.shape[:2]))
@@ -497,7 +504,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         )
         encoder_attention_mask = create_bidirectional_mask(
             config=self.config,
-            inputs_embeds=hidden_states,
+            inputs_embeds=hidden_states.view(sources, -1, hidden_states.shape[-1]),  # the queries, grouped by source
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,
         )
@@ -625,6 +632,13 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         if all(limit is None for limit in limits) and source is not None:
             kwargs["max_new_tokens"] = source.shape[1] + 50
         return super().generate(inputs, generation_config=generation_config, **kwargs)
+
+    def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):
+        """Beams (and returned sequences) of a source share its encoder output and mask instead of copies of them:
+        the cross-attention keys/values are projected once per source, and its beams' queries attend together."""
+        shared = {name: model_kwargs.pop(name) for name in ("encoder_outputs", "attention_mask") if name in model_kwargs}
+        input_ids, model_kwargs = super()._expand_inputs_for_generation(expand_size, False, input_ids, **model_kwargs)
+        return input_ids, {**model_kwargs, **shared}
 
     @staticmethod
     def _reorder_cache(past_key_values: Cache, beam_idx: torch.LongTensor) -> Cache:

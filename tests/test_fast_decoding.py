@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import tiny_config
+from transformers import GenerationMixin
 from transformers.cache_utils import DynamicCache
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -26,7 +27,7 @@ def prepackable(model):
     return {name: module for name, module in model.named_modules() if isinstance(module, PrepackedLinear)}
 
 
-def generate(model, batch, num_beams):
+def generate(model, batch, num_beams, **options):
     return model.generate(
         batch["input_ids"],
         attention_mask=batch["attention_mask"],
@@ -35,6 +36,7 @@ def generate(model, batch, num_beams):
         min_new_tokens=8,
         output_scores=True,
         return_dict_in_generate=True,
+        **options,
     )
 
 
@@ -141,7 +143,24 @@ def test_copies_pickles_train_and_moves_drop_the_packed_weights(batch):
     assert all(module._packed is None for module in prepackable(model).values())
 
 
-def test_beam_search_reorders_the_self_attention_cache_only(batch, monkeypatch):
+def reorder_both(past_key_values, beam_idx):
+    past_key_values.reorder_cache(beam_idx)
+    return past_key_values
+
+
+@pytest.fixture
+def plain_generation(monkeypatch):
+    """Switches to transformers' own beam bookkeeping: a copy of the encoder output per beam, every cache reordered."""
+
+    def switch():
+        cls = VanillaTransformerForConditionalGeneration
+        monkeypatch.setattr(cls, "_expand_inputs_for_generation", GenerationMixin._expand_inputs_for_generation)
+        monkeypatch.setattr(cls, "_reorder_cache", staticmethod(reorder_both))
+
+    return switch
+
+
+def test_beam_search_reorders_the_self_attention_cache_only(batch, monkeypatch, plain_generation):
     """The cross-attention cache holds the memory's keys/values, the same for all beams of a sentence, and beams are
     only chosen among a sentence's own: reordering it would copy it and change nothing."""
     model = tiny_model()
@@ -153,13 +172,59 @@ def test_beam_search_reorders_the_self_attention_cache_only(batch, monkeypatch):
     assert reordered, "beam search reordered nothing"
     assert all(cache is not ours.past_key_values.cross_attention_cache for cache in reordered)
 
-    def reorder_both(past_key_values, beam_idx):
-        past_key_values.reorder_cache(beam_idx)
-        return past_key_values
-
-    monkeypatch.setattr(VanillaTransformerForConditionalGeneration, "_reorder_cache", staticmethod(reorder_both))
+    plain_generation()
     reordered.clear()
-    both = generate(model, batch, 3)
-    assert any(cache is both.past_key_values.cross_attention_cache for cache in reordered)
-    assert torch.equal(ours.sequences, both.sequences)
-    assert torch.equal(ours.sequences_scores, both.sequences_scores)
+    plain = generate(model, batch, 3)
+    assert any(cache is plain.past_key_values.cross_attention_cache for cache in reordered)
+    assert torch.equal(ours.sequences, plain.sequences)
+    torch.testing.assert_close(ours.sequences_scores, plain.sequences_scores)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_beams_share_one_copy_of_the_encoder_output(batch, attention, plain_generation):
+    model = tiny_model()
+    model.set_attn_implementation(attention)
+    projected = []
+    for layer in model.model.decoder.layers:
+        layer.encoder_attn.kv_proj.register_forward_hook(lambda module, args, out: projected.append(args[0].shape[0]))
+    options = dict(output_attentions=True)
+
+    ours = generate(model, batch, 3, **options)
+    sources = batch["input_ids"].shape[0]
+    assert projected == [sources] * len(model.model.decoder.layers)  # once per source, not once per beam
+    assert ours.past_key_values.cross_attention_cache.layers[0].keys.shape[0] == sources
+
+    plain_generation()
+    plain = generate(model, batch, 3, **options)
+    assert torch.equal(ours.sequences, plain.sequences)
+    torch.testing.assert_close(ours.sequences_scores, plain.sequences_scores)
+    for ours_step, plain_step in zip(ours.cross_attentions, plain.cross_attentions, strict=True):
+        for ours_layer, plain_layer in zip(ours_step, plain_step, strict=True):
+            assert ours_layer.shape == plain_layer.shape  # (sources x beams, heads, 1, source length)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_a_decoder_batch_that_is_a_multiple_of_the_sources_attends_to_its_own_source(batch, attention):
+    """Rows i*k ... i*k+k-1 of the decoder batch attend to source i: the same as repeating each source k times."""
+    model = tiny_model()
+    model.set_attn_implementation(attention)
+    encoder_outputs = model.model.encoder(batch["input_ids"], batch["attention_mask"])
+    k = 3
+    decoder_input_ids = torch.randint(3, 99, (2 * k, 5), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        grouped = model(
+            attention_mask=batch["attention_mask"],
+            encoder_outputs=encoder_outputs,
+            decoder_input_ids=decoder_input_ids,
+            output_attentions=True,
+        )
+        repeated = model(
+            attention_mask=batch["attention_mask"].repeat_interleave(k, 0),
+            encoder_outputs=(encoder_outputs.last_hidden_state.repeat_interleave(k, 0),),
+            decoder_input_ids=decoder_input_ids,
+            output_attentions=True,
+        )
+    torch.testing.assert_close(grouped.logits, repeated.logits)
+    if attention == "eager":
+        for grouped_weights, repeated_weights in zip(grouped.cross_attentions, repeated.cross_attentions, strict=True):
+            torch.testing.assert_close(grouped_weights, repeated_weights)

@@ -114,10 +114,10 @@ class PrepackedLinear(nn.Linear):
     """`nn.Linear` that reuses an MKL-packed copy of its weight in decoding steps on the CPU (eval, fp32, no grad).
 
     A decoding step multiplies a few rows (batch x beams) by each weight matrix, and MKL's sgemm spends most of such
-    a call repacking the weight (profiled: with the weight packed once, a 16-row multiply is 2-3x faster). So, for inputs of one new
-    position per sequence, the weight is packed once per row count and kept until it changes, the module is moved,
-    or `train()`/`eval()` is called; everything else is `nn.Linear`. Inductor packs weights the same way under
-    `torch.compile` with freezing, so compiled code takes the plain path.
+    a call repacking the weight (profiled: with the weight packed once, a 16-row multiply is 2-3x faster). So, for
+    inputs of one new position per sequence, the weight is packed once per row count and kept until it changes, the
+    module is moved, or `train()`/`eval()` is called; everything else is `nn.Linear`. Inductor packs weights the
+    same way under `torch.compile` with freezing, so compiled code takes the plain path.
     """
 
     _packed: tuple | None = None  # (rows, weight data_ptr, weight version, packed weight)
@@ -491,8 +491,9 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         sources = encoder_hidden_states.shape[0]
         if batch % sources:
             raise ValueError(
-                f"The decoder inputs have batch size {batch} but `encoder_hidden_states` {sources}: they must be equal, "
-                "or a multiple (rows i*k ... i*k+k-1 attend to source i, as generate() decodes k beams per source)."
+                f"The decoder inputs have batch size {batch} but `encoder_hidden_states` {sources}: they must be "
+                "equal, or a multiple (rows i*k ... i*k+k-1 attend to source i, as generate() decodes k beams per "
+                "source)."
             )
         check_mask("decoder_attention_mask", attention_mask, (batch, offset + length))
         check_mask("attention_mask", encoder_attention_mask, tuple(encoder_hidden_states.shape[:2]))
@@ -504,7 +505,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         )
         encoder_attention_mask = create_bidirectional_mask(
             config=self.config,
-            inputs_embeds=hidden_states.view(sources, -1, hidden_states.shape[-1]),  # the queries, grouped by source
+            inputs_embeds=hidden_states.reshape(sources, -1, hidden_states.shape[-1]),  # queries grouped by source
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,
         )
@@ -636,15 +637,16 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
     def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):
         """Beams (and returned sequences) of a source share its encoder output and mask instead of copies of them:
         the cross-attention keys/values are projected once per source, and its beams' queries attend together."""
-        shared = {name: model_kwargs.pop(name) for name in ("encoder_outputs", "attention_mask") if name in model_kwargs}
+        names = ("encoder_outputs", "attention_mask")
+        shared = {name: model_kwargs.pop(name) for name in names if name in model_kwargs}
         input_ids, model_kwargs = super()._expand_inputs_for_generation(expand_size, False, input_ids, **model_kwargs)
         return input_ids, {**model_kwargs, **shared}
 
     @staticmethod
     def _reorder_cache(past_key_values: Cache, beam_idx: torch.LongTensor) -> Cache:
         """Beam search keeps the self-attention cache of the chosen beams. The cross-attention cache stays as it is:
-        beams are only chosen among a sentence's own, which all hold the same memory keys and values (reordering
-        them was 2/3 of the reordering time, itself 30% of beam search on the CPU)."""
+        it holds one copy of each source's memory keys/values, shared by the source's beams (see
+        `_expand_inputs_for_generation`), and beams are only chosen among a source's own."""
         if isinstance(past_key_values, EncoderDecoderCache):
             past_key_values.self_attention_cache.reorder_cache(beam_idx)
         else:

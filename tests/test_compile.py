@@ -85,7 +85,8 @@ def test_a_decoding_step_with_a_static_cache_has_no_graph_breaks(model, batch):
     encoder_outputs = model.model.encoder(batch["input_ids"], batch["attention_mask"])
     source_length = batch["input_ids"].shape[1]
     cache = EncoderDecoderCache(
-        StaticCache(config=model.config, max_cache_len=16), StaticCache(config=model.config, max_cache_len=source_length)
+        StaticCache(config=model.config, max_cache_len=16),
+        StaticCache(config=model.config, max_cache_len=source_length),
     )
     step = dict(attention_mask=batch["attention_mask"], encoder_outputs=encoder_outputs, use_cache=True)
     with torch.no_grad():

@@ -137,6 +137,7 @@ class PrepackedLinear(nn.Linear):
             and hidden_states.device.type == "cpu"
             and hidden_states.dtype == self.weight.dtype == torch.float32
             and type(self.weight.data) is torch.Tensor  # not a quantized or otherwise wrapped weight
+            and not self.weight.is_inference()  # made under inference_mode: no version counter to see changes by
         ):
             return None
         key = (hidden_states.shape[0], self.weight.data_ptr(), self.weight._version)

@@ -101,7 +101,8 @@ def test_a_packed_weight_follows_the_weight_and_the_row_count():
 
 @needs_mkl
 @pytest.mark.parametrize(
-    "case", ["grad enabled", "training", "several positions", "float64", "bfloat16", "wrapped weight"]
+    "case",
+    ["grad enabled", "training", "several positions", "float64", "bfloat16", "wrapped weight", "inference weight"],
 )
 def test_everything_but_a_cpu_fp32_no_grad_decoding_step_takes_the_plain_path(case):
     torch.manual_seed(0)
@@ -115,6 +116,9 @@ def test_everything_but_a_cpu_fp32_no_grad_decoding_step_takes_the_plain_path(ca
 
         weight = linear.weight.detach()
         linear.weight = torch.nn.Parameter(TwoTensor(weight, weight.clone()))
+    if case == "inference weight":  # a model built under torch.inference_mode(): its weights have no version counter
+        with torch.inference_mode():
+            linear = PrepackedLinear(16, 24).eval()
     with torch.set_grad_enabled(case == "grad enabled"):
         out = linear(x)
     assert linear._packed is None

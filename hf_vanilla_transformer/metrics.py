@@ -38,7 +38,9 @@ def _reference_streams(references: Sequence[str] | Sequence[Sequence[str]]) -> l
 
 
 def make_compute_metrics(tokenizer) -> Callable[[object], dict[str, float]]:
-    """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len."""
+    """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len, the mean
+    number of generated tokens per sentence (the start token, end token and padding not counted)."""
+    not_text = np.array(sorted({*tokenizer.all_special_ids, tokenizer.pad_token_id}))
 
     def compute_metrics(eval_prediction) -> dict[str, float]:
         predictions = _token_ids(eval_prediction.predictions, tokenizer.pad_token_id)
@@ -46,7 +48,7 @@ def make_compute_metrics(tokenizer) -> Callable[[object], dict[str, float]]:
         decoded_predictions = [text.strip() for text in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
         decoded_labels = [text.strip() for text in tokenizer.batch_decode(labels, skip_special_tokens=True)]
         metrics = compute_translation_metrics(decoded_predictions, decoded_labels)
-        metrics["gen_len"] = float(np.mean(np.count_nonzero(predictions != tokenizer.pad_token_id, axis=-1)))
+        metrics["gen_len"] = float(np.mean(np.sum(~np.isin(predictions, not_text), axis=-1)))
         return metrics
 
     return compute_metrics

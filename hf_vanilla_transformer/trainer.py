@@ -34,6 +34,15 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         },
     )
 
+    average_last_checkpoints: int | None = field(
+        default=None,
+        metadata={
+            "help": "After training, average the weights of the last N saved checkpoints (the paper: 5 for the base "
+            "model, 20 for big; section 6.1), evaluate that model and save it as the run's model. Needs checkpoints "
+            "(--save_strategy steps or epoch); --save_total_limit is raised to N unless given."
+        },
+    )
+
 
 class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     """Seq2SeqTrainer whose training batches hold at most `max_tokens_per_batch` padded tokens per side.
@@ -80,6 +89,24 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             ),
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
+
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
+        """Seq2SeqTrainer's step, leaving the model's generation config as it was.
+
+        After each batch, transformers' Seq2SeqTrainer fills the generation config's unset fields with transformers'
+        defaults (`max_length=20` among them). The model reads an unset length as the paper's limit, source length
+        + 50 [6.1], so from the second batch on every translation would be cut at 20 tokens, in evaluation, in a
+        later `generate()` and in every saved `generation_config.json`. The fields unset before the step are unset
+        again after it.
+        """
+        config = self.model.generation_config
+        unset = [name for name in config._get_default_generation_params() if getattr(config, name, None) is None]
+        try:
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        finally:
+            for name in unset:
+                setattr(config, name, None)
 
 
 def keep_rank_aware_batches(prepared: DataLoader, sampler: TokenBatchSampler) -> DataLoader:

@@ -59,7 +59,9 @@ def test_make_compute_metrics_decodes_generated_ids_and_labels(tokenizer):
     metrics = make_compute_metrics(tokenizer)(prediction)
     assert metrics["bleu"] == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES)["bleu"])
     assert metrics["chrf"] == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES)["chrf"])
-    assert metrics["gen_len"] == pytest.approx(np.mean([len(ids) for ids in generated]))
+    # the start and end tokens are not part of the translation's length
+    assert metrics["gen_len"] == pytest.approx(np.mean([len(ids) - 2 for ids in generated]))
+    assert all(ids[-1] == tokenizer.eos_token_id for ids in generated)
 
 
 def test_make_compute_metrics_asks_for_predict_with_generate_on_logits(tokenizer):

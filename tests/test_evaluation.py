@@ -1,0 +1,89 @@
+"""Evaluation with Seq2SeqTrainer translates whole sentences: the paper's length limit (source length + 50 new
+tokens) holds over many batches, in a later generate() and in the saved generation config."""
+
+import json
+
+import datasets
+import pytest
+import torch
+from conftest import tiny_config
+from transformers import DataCollatorForSeq2Seq, GenerationConfig, PreTrainedTokenizerFast
+from tokenizers import Tokenizer, models
+
+from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+from hf_vanilla_transformer.metrics import make_compute_metrics
+from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+
+LONG = 25  # every translation has at least this many tokens, more than transformers' placeholder max_length=20
+
+
+def word_level_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, **{f"w{i}": i for i in range(3, vocab_size)}}
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="<pad>")),
+        pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+    )
+
+
+@pytest.fixture
+def trainer(tmp_path):
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    # random weights: no translation ends early, and each is made of ordinary tokens
+    model.generation_config.min_new_tokens = LONG
+    model.generation_config.suppress_tokens = [0, 1]
+    tokenizer = word_level_tokenizer(model.config.vocab_size)
+    generator = torch.Generator().manual_seed(1)
+    rows = [
+        {"input_ids": torch.randint(3, 99, (length,), generator=generator).tolist() + [2], "labels": [5, 6, 2]}
+        for length in (3, 5, 4, 6, 2, 7)
+    ]
+    args = TokenBatchingSeq2SeqTrainingArguments(
+        output_dir=str(tmp_path), per_device_eval_batch_size=2, predict_with_generate=True,
+        generation_num_beams=1, report_to="none", use_cpu=True,
+    )
+    return TokenBatchingSeq2SeqTrainer(
+        model=model, args=args, eval_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
+        data_collator=DataCollatorForSeq2Seq(tokenizer, model=model, label_pad_token_id=-100),
+        compute_metrics=make_compute_metrics(tokenizer),
+    )
+
+
+def generated_lengths(trainer, ids) -> list[int]:
+    special = {0, 1, 2}
+    return [sum(token not in special and token >= 0 for token in row) for row in ids.tolist()]
+
+
+def test_every_batch_translates_past_20_tokens(trainer, tmp_path):
+    """3 batches of 2 sources, evaluated twice and predicted: no translation is cut at 20 tokens."""
+    for _ in range(2):
+        metrics = trainer.evaluate()
+        assert metrics["eval_gen_len"] >= LONG
+    prediction = trainer.predict(trainer.eval_dataset)
+    lengths = generated_lengths(trainer, prediction.predictions)
+    assert len(lengths) == 6 and min(lengths) >= LONG
+    assert prediction.metrics["test_gen_len"] == pytest.approx(sum(lengths) / len(lengths))
+
+    model = trainer.model
+    assert model.generation_config.max_length is None and model.generation_config.max_new_tokens is None
+    source = torch.tensor([[5, 6, 7, 2]])
+    model.generation_config.min_new_tokens = None
+    model.generation_config.suppress_tokens = [0, 1, 2]  # never ends: runs to the paper's limit, 4 + 50 new tokens
+    assert model.generate(source).shape[1] == 1 + 4 + 50
+
+    model.save_pretrained(tmp_path / "saved")
+    saved = json.loads((tmp_path / "saved" / "generation_config.json").read_text())
+    assert "max_length" not in saved and "max_new_tokens" not in saved
+    assert GenerationConfig.from_pretrained(tmp_path / "saved").num_beams == 4
+
+
+def test_a_length_the_user_sets_still_wins(trainer):
+    trainer.model.generation_config.min_new_tokens = None
+    trainer.args.generation_max_length = 12
+    prediction = trainer.predict(trainer.eval_dataset)
+    assert max(generated_lengths(trainer, prediction.predictions)) <= 12
+    trainer.args.generation_max_length = None
+    trainer.model.generation_config.max_new_tokens = 30
+    lengths = generated_lengths(trainer, trainer.predict(trainer.eval_dataset).predictions)
+    assert max(lengths) == 30
+    assert trainer.model.generation_config.max_new_tokens == 30

@@ -98,9 +98,18 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         table = sinusoidal_encoding(torch.arange(config.max_position_embeddings), config.d_model)
         self.register_buffer("table", table, persistent=False)
 
-    def forward(self, length: int, offset: int | torch.Tensor = 0) -> torch.Tensor:
+    def forward(
+        self, length: int, offset: int | torch.Tensor = 0, padding_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Encodings of positions offset, ..., offset + length - 1, shape (length, d_model). A tensor offset (a static
-        cache's length) takes the formula, so that torch.compile sees no branch on its value."""
+        cache's length) takes the formula, so that torch.compile sees no branch on its value.
+
+        With a (batch, offset + length) padding mask, a position counts the real tokens before it, so that padding
+        on either side leaves a sentence's encodings as they are; shape (batch, length, d_model)."""
+        if padding_mask is not None:
+            positions = (padding_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
+            encoding = sinusoidal_encoding(positions.flatten(), self.d_model).to(self.table.dtype)
+            return encoding.view(*positions.shape, self.d_model)
         if not isinstance(offset, torch.Tensor) and offset + length <= self.table.shape[0]:
             return self.table[offset : offset + length]
         positions = torch.arange(length, device=self.table.device) + offset
@@ -400,19 +409,32 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         self.embed_positions = VanillaTransformerPositionalEncoding(config)
         self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.normalize_before else None
 
-    def embed(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None, offset: int = 0):
-        """Token embedding times sqrt(d_model) plus the position encodings from `offset` on, then dropout."""
+    def embed(
+        self,
+        input_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        offset: int = 0,
+        padding_mask: torch.Tensor | None = None,
+    ):
+        """Token embedding times sqrt(d_model) plus the position encodings from `offset` on, then dropout. Positions
+        skip the padding of a 2-D `padding_mask` (batch, offset + length)."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
+        prefix = "decoder_" if self.is_decoder else ""
         if inputs_embeds is None:
-            check_token_ids("decoder_input_ids" if self.is_decoder else "input_ids", input_ids, self.config.vocab_size)
+            check_token_ids(f"{prefix}input_ids", input_ids, self.config.vocab_size)
             inputs_embeds = self.embed_tokens(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.d_model:
             raise ValueError(
                 f"inputs_embeds must have shape (batch, length, d_model={self.config.d_model}), got "
                 f"{tuple(inputs_embeds.shape)}."
             )
-        hidden_states = inputs_embeds * self.embed_scale + self.embed_positions(inputs_embeds.shape[1], offset)
+        batch, length = inputs_embeds.shape[:2]
+        check_mask(f"{prefix}attention_mask", padding_mask, (batch, offset + length))
+        if padding_mask is not None and padding_mask.dim() != 2:
+            padding_mask = None  # a prepared 4-D mask: positions from the offset
+        positions = self.embed_positions(length, offset, padding_mask)
+        hidden_states = inputs_embeds * self.embed_scale + positions
         return F.dropout(hidden_states, p=self.config.dropout, training=self.training)
 
     def finish(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -440,8 +462,7 @@ class VanillaTransformerEncoder(VanillaTransformerStack):
         inputs_embeds: torch.Tensor | None = None,
         **kwargs,
     ) -> BaseModelOutput:
-        hidden_states = self.embed(input_ids, inputs_embeds)
-        check_mask("attention_mask", attention_mask, tuple(hidden_states.shape[:2]))
+        hidden_states = self.embed(input_ids, inputs_embeds, padding_mask=attention_mask)
         attention_mask = create_bidirectional_mask(self.config, hidden_states, attention_mask)
         for layer in self.layers:
             hidden_states = layer(hidden_states, attention_mask, **kwargs)
@@ -487,7 +508,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
             past_key_values = EncoderDecoderCache(past_key_values, DynamicCache(config=self.config))
         offset = past_key_values.get_seq_length() if past_key_values is not None else 0
 
-        hidden_states = self.embed(input_ids, inputs_embeds, offset)
+        hidden_states = self.embed(input_ids, inputs_embeds, offset, padding_mask=attention_mask)
         batch, length = hidden_states.shape[:2]
         sources = encoder_hidden_states.shape[0]
         if batch % sources:
@@ -496,7 +517,6 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
                 "equal, or a multiple (rows i*k ... i*k+k-1 attend to source i, as generate() decodes k beams per "
                 "source)."
             )
-        check_mask("decoder_attention_mask", attention_mask, (batch, offset + length))
         check_mask("attention_mask", encoder_attention_mask, tuple(encoder_hidden_states.shape[:2]))
         causal_mask = create_causal_mask(
             config=self.config,

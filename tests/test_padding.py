@@ -1,0 +1,59 @@
+"""A sentence's translation does not depend on the batch it is in: positions count real tokens only, so padding on
+either side (tokenizer.padding_side "right" or "left") changes nothing."""
+
+import pytest
+import torch
+from conftest import tiny_config
+
+from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+
+SOURCES = [[5, 6, 7, 8, 9, 10, 11, 2], [12, 13, 2], [14, 15, 16, 17, 2], [18, 2]]
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return VanillaTransformerForConditionalGeneration(tiny_config(dropout=0.0)).eval()
+
+
+def pad(rows: list[list[int]], side: str, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(map(len, rows))
+    ids, mask = [], []
+    for row in rows:
+        fill = [pad_id] * (width - len(row))
+        ids.append(row + fill if side == "right" else fill + row)
+        mask.append([1] * len(row) + [0] * len(fill) if side == "right" else [0] * len(fill) + [1] * len(row))
+    return torch.tensor(ids), torch.tensor(mask)
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_translation_is_the_same_alone_and_in_a_padded_batch(model, side, num_beams):
+    settings = dict(num_beams=num_beams, max_new_tokens=8, min_new_tokens=8, early_stopping=True)
+    alone = [model.generate(torch.tensor([row]), **settings)[0].tolist() for row in SOURCES]
+    ids, mask = pad(SOURCES, side)
+    batched = model.generate(ids, attention_mask=mask, **settings).tolist()
+    assert batched == alone
+
+
+def test_encoder_states_of_real_tokens_do_not_depend_on_padding_side(model):
+    right_ids, right_mask = pad(SOURCES, "right")
+    left_ids, left_mask = pad(SOURCES, "left")
+    right = model.get_encoder()(right_ids, attention_mask=right_mask).last_hidden_state
+    left = model.get_encoder()(left_ids, attention_mask=left_mask).last_hidden_state
+    for i, row in enumerate(SOURCES):
+        n = len(row)
+        torch.testing.assert_close(right[i, :n], left[i, -n:], atol=1e-5, rtol=1e-5)
+
+
+def test_left_padded_decoder_inputs_with_their_mask(model):
+    """Teacher-forced decoder inputs padded on the left give the logits of the unpadded inputs."""
+    source = torch.tensor([SOURCES[0]])
+    target = [1, 20, 21, 22]
+    plain = model(source, decoder_input_ids=torch.tensor([target])).logits
+    padded = model(
+        source,
+        decoder_input_ids=torch.tensor([[0, 0] + target]),
+        decoder_attention_mask=torch.tensor([[0, 0, 1, 1, 1, 1]]),
+    ).logits
+    torch.testing.assert_close(padded[:, 2:], plain, atol=1e-5, rtol=1e-5)

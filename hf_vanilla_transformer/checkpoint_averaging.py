@@ -22,9 +22,8 @@ def _load_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
-    """Save, to `output_dir`, the model whose every weight is the mean over `checkpoints` (with the last one's config,
-    generation config and tokenizer); returns the averaged model."""
+def averaged_weights(checkpoints: list[str | Path]) -> dict[str, torch.Tensor]:
+    """Every weight's mean over `checkpoints`, summed in float64 (as the checkpoints' dtype is kept by the caller)."""
     if not checkpoints:
         raise ValueError("No checkpoints to average.")
     checkpoints = [Path(c) for c in checkpoints]
@@ -38,15 +37,29 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
         else:
             for name, tensor in weights.items():
                 total[name] += tensor.double()
-    last = checkpoints[-1]
-    model = AutoModelForSeq2SeqLM.from_pretrained(last)
+    return {name: tensor / len(checkpoints) for name, tensor in total.items()}
+
+
+@torch.no_grad()
+def load_averaged_weights(model, checkpoints: list[str | Path]):
+    """Give `model` the mean of the weights in `checkpoints` (in its own dtypes, tied weights kept tied)."""
     dtypes = {name: tensor.dtype for name, tensor in model.state_dict().items()}
-    averaged = {name: (tensor / len(checkpoints)).to(dtypes[name]) for name, tensor in total.items()}
+    averaged = {name: tensor.to(dtypes[name]) for name, tensor in averaged_weights(checkpoints).items()}
     missing, unexpected = model.load_state_dict(averaged, strict=False)
     untied = set(missing) - set(model.all_tied_weights_keys)
     if untied or unexpected:
         raise ValueError(f"Averaged weights do not fit the model: missing {sorted(untied)}, unexpected {unexpected}.")
     model.tie_weights()
+    return model
+
+
+def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
+    """Save, to `output_dir`, the model whose every weight is the mean over `checkpoints` (with the last one's config,
+    generation config and tokenizer); returns the averaged model."""
+    if not checkpoints:
+        raise ValueError("No checkpoints to average.")
+    last = Path(checkpoints[-1])
+    model = load_averaged_weights(AutoModelForSeq2SeqLM.from_pretrained(last), checkpoints)
     model.save_pretrained(output_dir)
     GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
     tokenizer_dir = last if (last / "tokenizer_config.json").exists() else last.parent

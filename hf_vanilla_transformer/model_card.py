@@ -44,6 +44,7 @@ RECIPE_FIELDS = {
     "world_size": "Devices",
     "num_train_epochs": "Epochs",
     "max_steps": "Training steps",
+    "average_last_checkpoints": "Checkpoints averaged into the model (section 6.1)",
     "bf16": "bf16",
     "fp16": "fp16",
     "seed": "Seed",

@@ -24,9 +24,10 @@ from transformers import (
     HfArgumentParser,
     set_seed,
 )
-from transformers.trainer_utils import IntervalStrategy
+from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .checkpoint_averaging import load_averaged_weights
 from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
 from .hub import push_from_training_args
 from .metrics import make_compute_metrics
@@ -39,6 +40,7 @@ from .trainer import (
     TokenBatchingSeq2SeqTrainingArguments,
     is_complete_checkpoint,
     last_complete_checkpoint,
+    run_checkpoints,
 )
 from .training_curves import plot_training_curves
 
@@ -56,6 +58,7 @@ PAPER_RECIPE = {
     "label_smoothing_factor": "0.1",
     "predict_with_generate": "true",
     "generation_num_beams": "4",
+    "per_device_eval_batch_size": "128",  # evaluation generates: the Trainer's default of 8 would dominate a GPU run
     "eval_strategy": "epoch",
     "save_strategy": "epoch",
     "save_total_limit": "5",
@@ -72,7 +75,6 @@ BUILTIN_RUN = {
     "target_lang": "en",
     "num_train_epochs": "5",
     "per_device_train_batch_size": "64",
-    "per_device_eval_batch_size": "128",
     "warmup_steps": "400",
     "vocab_size": "500",
 }
@@ -139,7 +141,30 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if "learning_rate" not in given:
         d_model = new_model_d_model(model_args, data_args)
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
+    check_averaging(training_args, keep_limit="save_total_limit" in given)
     return model_args, data_args, training_args
+
+
+def check_averaging(training_args, keep_limit: bool) -> None:
+    """`--average_last_checkpoints N` needs N checkpoints on disk at the end: say so before training, not after."""
+    count = training_args.average_last_checkpoints
+    if count is None:
+        return
+    if count < 1:
+        raise ValueError(f"--average_last_checkpoints must be at least 1, got {count}.")
+    if training_args.save_strategy == SaveStrategy.NO:
+        raise ValueError(
+            "--average_last_checkpoints averages saved checkpoints, but --save_strategy is 'no': use 'epoch' or "
+            "'steps' (with --save_steps)."
+        )
+    limit = training_args.save_total_limit
+    if limit is not None and limit < count:
+        if keep_limit:
+            raise ValueError(
+                f"--average_last_checkpoints {count} needs {count} checkpoints, but --save_total_limit {limit} keeps "
+                f"only {limit}: raise --save_total_limit to at least {count}."
+            )
+        training_args.save_total_limit = count
 
 
 DATA_SOURCE_FLAGS = {
@@ -284,8 +309,10 @@ def main(argv: list[str] | None = None) -> dict:
 
     all_metrics = {}
     train_result = trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
-    trainer.save_model()
     train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
+    if training_args.average_last_checkpoints:
+        train_metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+    trainer.save_model()
     trainer.log_metrics("train", train_metrics)
     trainer.save_metrics("train", train_metrics)
     trainer.save_state()
@@ -331,6 +358,26 @@ def main(argv: list[str] | None = None) -> dict:
             commit = push_from_training_args(training_args)
             logger.info("Pushed %s to %s", output_dir, commit.commit_url)
     return all_metrics
+
+
+def average_last_checkpoints(trainer) -> int:
+    """Give the trained model the mean weights of the run's last `--average_last_checkpoints` complete checkpoints
+    (section 6.1); returns how many were averaged. Fewer are averaged, with a warning, if fewer were saved."""
+    args = trainer.args
+    trainer.accelerator.wait_for_everyone()  # every checkpoint is on disk
+    checkpoints = [c for c in run_checkpoints(args.output_dir) if is_complete_checkpoint(c)]
+    checkpoints = checkpoints[-args.average_last_checkpoints :]
+    if len(checkpoints) < args.average_last_checkpoints:
+        logger.warning(
+            "--average_last_checkpoints %d, but the run saved %d complete checkpoints: averaging those.",
+            args.average_last_checkpoints, len(checkpoints),
+        )
+    if not checkpoints:
+        return 0
+    load_averaged_weights(trainer.model, checkpoints)
+    args.average_last_checkpoints = len(checkpoints)  # what the model card reports
+    logger.info("The model is the average of %s", ", ".join(c.name for c in checkpoints))
+    return len(checkpoints)
 
 
 def data_source_name(data_args: DataArguments) -> str | None:

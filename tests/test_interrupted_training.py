@@ -3,6 +3,7 @@ checkpoint left half-written by a kill is never resumed from."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,10 +56,15 @@ def test_sigkill_then_resume_ends_with_the_same_loss(uninterrupted, tmp_path):
     resumed_from = last_complete_checkpoint(out)
     assert resumed_from is not None and int(resumed_from.name.split("-")[1]) < 120
 
-    subprocess.run(
-        command(out, "--resume_from_checkpoint", "true"), check=True, capture_output=True, env=ENV, cwd=REPO,
-        timeout=600,
+    resumed = subprocess.run(
+        command(out, "--resume_from_checkpoint", "true", "--log_level", "info"), check=True, capture_output=True,
+        text=True, env=ENV, cwd=REPO, timeout=600,
     )
+    # the second process started at the checkpoint's step (a deterministic run that ignored the flag would log the
+    # same losses from step 1)
+    step = int(resumed_from.name.split("-")[1])
+    log = resumed.stdout + resumed.stderr
+    assert re.search(rf"Resuming training from checkpoint with epoch \d+ and global step {step}\b", log)
     expected, got = losses(uninterrupted), losses(out)
     assert max(got) == max(expected) == 120
     for step in range(int(resumed_from.name.split("-")[1]) + 1, 121):

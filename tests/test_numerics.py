@@ -76,4 +76,7 @@ def test_trainer_style_normalisation_by_items_in_batch():
     batch = padded_batch()
     count = (batch["labels"] != -100).sum()
     torch.testing.assert_close(model(**batch, num_items_in_batch=count).loss, model(**batch).loss)
+    # under gradient accumulation the Trainer passes the count over all micro-batches: the sum is divided by it
+    torch.testing.assert_close(model(**batch, num_items_in_batch=3 * count).loss, model(**batch).loss / 3)
+    torch.testing.assert_close(model(**batch, num_items_in_batch=int(3 * count)).loss, model(**batch).loss / 3)
     assert model(**{**batch, "labels": torch.full_like(batch["labels"], -100)}, num_items_in_batch=0).loss == 0

@@ -38,6 +38,7 @@ def builtin_run(tmp_path_factory):
     log = run_script(
         "--output_dir", out, *FEW_NUMBERS, *TINY, "--num_train_epochs", "2", "--max_tokens_per_batch", "400",
         "--save_strategy", "steps", "--save_steps", "10", "--logging_steps", "5", "--warmup_steps", "20",
+        "--average_last_checkpoints", "3", "--per_device_eval_batch_size", "4",
     )
     return out, log
 
@@ -62,6 +63,41 @@ def test_builtin_run_writes_everything(builtin_run):
     assert f"{results['eval_bleu']:.2f}"[:4] in card or str(round(results["eval_bleu"], 2)) in card
     assert (out / "pipeline_translation.py").exists()
     assert "translation" in json.loads((out / "config.json").read_text())["custom_pipelines"]
+
+
+def test_the_run_model_averages_the_last_checkpoints(builtin_run):
+    """--average_last_checkpoints 3: the saved model is the mean of the last 3 checkpoints, and the card says so."""
+    out, _ = builtin_run
+    checkpoints = run_checkpoints(out)[-3:]
+    members = [AutoModelForSeq2SeqLM.from_pretrained(c) for c in checkpoints]
+    model = AutoModelForSeq2SeqLM.from_pretrained(out)
+    for name, weight in model.state_dict().items():
+        torch.testing.assert_close(weight, torch.stack([m.state_dict()[name] for m in members]).mean(0), msg=name)
+    assert json.loads((out / "all_results.json").read_text())["averaged_checkpoints"] == 3
+    assert "| Checkpoints averaged into the model (section 6.1) | 3 |" in (out / "README.md").read_text()
+
+
+def test_no_saved_generation_config_cuts_translations(builtin_run):
+    """Evaluation ran every epoch over batches of 4 before most checkpoints were saved: none of them, nor the final
+    model, carries transformers' placeholder max_length=20."""
+    out, _ = builtin_run
+    folders = [out, *run_checkpoints(out)]
+    assert len(folders) > 3
+    for folder in folders:
+        saved = json.loads((folder / "generation_config.json").read_text())
+        assert "max_length" not in saved and "max_new_tokens" not in saved, folder
+        assert saved["num_beams"] == 4
+
+
+def test_averaging_needs_checkpoints(tmp_path):
+    base = ["--output_dir", str(tmp_path), "--average_last_checkpoints", "8"]
+    assert parse_arguments(base)[2].save_total_limit == 8  # raised from the recipe's 5
+    with pytest.raises(ValueError, match="--save_total_limit 3 keeps only 3"):
+        parse_arguments([*base, "--save_total_limit", "3"])
+    with pytest.raises(ValueError, match="--save_strategy is 'no'"):
+        parse_arguments([*base, "--save_strategy", "no"])
+    with pytest.raises(ValueError, match="at least 1"):
+        parse_arguments(["--output_dir", str(tmp_path), "--average_last_checkpoints", "0"])
 
 
 def test_token_batching_bounds_every_batch(builtin_run):
@@ -173,16 +209,41 @@ MULTI30K = SHARED_DATA / "multi30k"
 
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason="../shared/data/multi30k is absent")
 def test_multi30k_recipe(tmp_path):
-    """The README's Multi30k recipe, cut to a subset and a few dozen steps."""
+    """The README's Multi30k recipe, cut to a subset and 60 steps: it learns, the run's model averages its last two
+    checkpoints, and evaluation over several batches translates whole sentences, as the saved model does.
+
+    A model trained this briefly ends its sentences early, so the run's generation config asks for at least 25 new
+    tokens: more than transformers' placeholder max_length=20, which used to cut every batch after the first."""
+    GenerationConfig(
+        num_beams=4, length_penalty=0.6, early_stopping=True, min_new_tokens=25, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2, decoder_start_token_id=1,
+    ).save_pretrained(tmp_path / "generation")
     run_script(
+        "--generation_config", tmp_path / "generation",
         "--output_dir", tmp_path, "--train_prefix", MULTI30K / "train", "--validation_prefix", MULTI30K / "val",
         "--source_lang", "en", "--target_lang", "de", "--preset", "base", "--d_model", "64", "--layers", "2",
-        "--ffn_dim", "128", "--vocab_size", "2000", "--max_train_samples", "2000", "--max_eval_samples", "32",
-        "--max_tokens_per_batch", "1500", "--max_steps", "30", "--warmup_steps", "10",
+        "--ffn_dim", "128", "--vocab_size", "2000", "--max_train_samples", "2000", "--max_eval_samples", "24",
+        "--max_tokens_per_batch", "1500", "--max_steps", "60", "--warmup_steps", "10", "--logging_steps", "10",
+        "--save_strategy", "steps", "--save_steps", "20", "--average_last_checkpoints", "2",
+        "--per_device_eval_batch_size", "8", "--eval_strategy", "no",
     )
     results = json.loads((tmp_path / "all_results.json").read_text())
-    assert results["eval_samples"] == 32 and "eval_chrf" in results
-    assert results["train_loss"] < 9
+    assert results["eval_samples"] == 24 and "eval_chrf" in results and results["averaged_checkpoints"] == 2
+    losses = [entry["loss"] for entry in json.loads((tmp_path / "trainer_state.json").read_text())["log_history"]
+              if "loss" in entry]
+    assert losses[-1] < min(7.0, losses[0] - 0.5)  # it learns: an untrained model scores about 8.1
+
+    # generated_predictions.txt (trainer.predict over 3 batches of 8) is what the saved model translates alone
+    model, tokenizer = AutoModelForSeq2SeqLM.from_pretrained(tmp_path), AutoTokenizer.from_pretrained(tmp_path)
+    sources = gzip.open(MULTI30K / "val.en.gz", "rt", encoding="utf-8").read().splitlines()[:24]
+    expected = []
+    for source in sources:
+        output = model.generate(**tokenizer([source], return_tensors="pt"))
+        expected.append(tokenizer.decode(output[0], skip_special_tokens=True).strip())
+    predicted = (tmp_path / "generated_predictions.txt").read_text(encoding="utf-8").splitlines()
+    assert predicted == expected
+    assert results["eval_gen_len"] >= 25
+    assert "max_length" not in json.loads((tmp_path / "generation_config.json").read_text())
 
 
 def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path):

@@ -318,26 +318,23 @@ def main(argv: list[str] | None = None) -> dict:
     trainer.save_state()
     all_metrics.update(train_metrics)
 
-    if "validation" in tokenized:
-        eval_metrics = {**trainer.evaluate(metric_key_prefix="eval"), "eval_samples": len(tokenized["validation"])}
-        trainer.log_metrics("eval", eval_metrics)
-        trainer.save_metrics("eval", eval_metrics)
-        all_metrics.update(eval_metrics)
-
-    samples_split = "test" if "test" in tokenized else "validation"
-    translations = []
-    if samples_split in tokenized:
-        prediction = trainer.predict(tokenized[samples_split], metric_key_prefix="predict")
-        translations = decode_predictions(tokenizer, prediction.predictions)
-        if samples_split == "test":
-            predict_metrics = {**prediction.metrics, "predict_samples": len(tokenized["test"])}
-            trainer.log_metrics("predict", predict_metrics)
-            trainer.save_metrics("predict", predict_metrics)
-            all_metrics.update(predict_metrics)
-        if trainer.is_world_process_zero():
-            path = Path(training_args.output_dir) / "generated_predictions.txt"
-            path.write_text("".join(line + "\n" for line in translations), encoding="utf-8")
-            logger.info("Wrote %d %s translations to %s", len(translations), samples_split, path)
+    # Validation and test are translated once each: the last one's translations are written out and shown.
+    translations, samples_split = [], None
+    for split, prefix in (("validation", "eval"), ("test", "predict")):
+        if split not in tokenized:
+            continue
+        prediction = trainer.predict(tokenized[split], metric_key_prefix=prefix)
+        metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
+        if prefix == "eval":
+            trainer.log(metrics)  # the final point of the training curves
+        trainer.log_metrics(prefix, metrics)
+        trainer.save_metrics(prefix, metrics)
+        all_metrics.update(metrics)
+        translations, samples_split = decode_predictions(tokenizer, prediction.predictions), split
+    if translations and trainer.is_world_process_zero():
+        path = Path(training_args.output_dir) / "generated_predictions.txt"
+        path.write_text("".join(line + "\n" for line in translations), encoding="utf-8")
+        logger.info("Wrote %d %s translations to %s", len(translations), samples_split, path)
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)

@@ -23,7 +23,7 @@ def _load_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
 
 @torch.no_grad()
 def averaged_weights(checkpoints: list[str | Path]) -> dict[str, torch.Tensor]:
-    """Every weight's mean over `checkpoints`, summed in float64 (as the checkpoints' dtype is kept by the caller)."""
+    """Every weight's mean over `checkpoints`, in float64 (the callers cast it back to the model's dtypes)."""
     if not checkpoints:
         raise ValueError("No checkpoints to average.")
     checkpoints = [Path(c) for c in checkpoints]

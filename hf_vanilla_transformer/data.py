@@ -377,6 +377,14 @@ def _magnitude_pools() -> dict[str, np.ndarray]:
     return pools  # in the order of NUMBER_MAGNITUDES
 
 
+def _trained_last(numbers: np.ndarray) -> np.ndarray:
+    """`numbers` with the single-digit round ones (100, ..., 900, 1000, ..., a million) moved to the end, where
+    training takes its numbers: each is the only pair with its words standing alone ("eine Million", "tausend")."""
+    single_digit = numbers % 10 ** np.floor(np.log10(np.maximum(numbers, 1))).astype(np.int64) == 0
+    single_digit &= numbers >= 100
+    return np.concatenate([numbers[~single_digit], numbers[single_digit]])
+
+
 def _even_shares(total: int, capacities: list[int]) -> list[int]:
     """Split `total` as evenly as the `capacities` allow, the smallest capacities filled first."""
     shares = [0] * len(capacities)
@@ -414,16 +422,16 @@ def number_words_corpus(
     train_counts = _even_shares(train_size, [train_size] * len(pools))
     chosen = {split: [] for split in SPLITS}
     for index, pool in enumerate(pools.values()):
-        numbers = np.random.default_rng([seed, index]).permutation(pool)
+        numbers = _trained_last(np.random.default_rng([seed, index]).permutation(pool))
         test, validation, train = np.split(numbers, np.cumsum([held_out["test"][index], held_out["validation"][index]]))
         chosen["test"].extend(test.tolist())
         chosen["validation"].extend(validation.tolist())
         chosen["train"].extend(np.resize(train, train_counts[index]).tolist())
-    shuffle = np.random.default_rng([seed, len(NUMBER_MAGNITUDES)]).permutation
-    sizes = {"train": train_size, "validation": validation_size, "test": test_size}
-    return DatasetDict({
-        split: _number_words_dataset([chosen[split][i] for i in shuffle(sizes[split])]) for split in SPLITS
-    })
+    mixed = {  # magnitudes interleaved, each split shuffled on its own
+        split: np.random.default_rng([seed, len(pools), index]).permutation(chosen[split]).tolist()
+        for index, split in enumerate(SPLITS)
+    }
+    return DatasetDict({split: _number_words_dataset(numbers) for split, numbers in mixed.items()})
 
 
 def _number_words_dataset(numbers: list[int]) -> Dataset:

@@ -140,7 +140,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     try:
         *parsed, unknown = parser.parse_args_into_dataclasses(args=default_argv + argv, return_remaining_strings=True)
     except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
-        raise InputError(f"{error} See `--help` for the flags and their values.") from error
+        raise InputError(f"{str(error).rstrip('.')}. Fix that flag (`--help` describes every flag).") from error
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed

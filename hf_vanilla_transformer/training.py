@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
     set_seed(training_args.seed)
+    resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
 
     raw_datasets = load_translation_datasets(data_args)
     for split, limit in (
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
 
     all_metrics = {}
-    train_result = trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
     trainer.save_model()
     train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
     trainer.log_metrics("train", train_metrics)
@@ -349,7 +350,8 @@ def main(argv: list[str] | None = None) -> dict:
             source_lang=data_args.source_lang,
             target_lang=data_args.target_lang,
             metrics=all_metrics,
-            dataset_name=data_args.dataset_name or data_source_name(data_args),
+            dataset_name=data_args.dataset_name,
+            dataset_description=data_source_description(data_args),
             dataset_config=data_args.dataset_config_name,
             training_args=training_args,
             repo_id=training_args.hub_model_id,
@@ -383,11 +385,16 @@ def print_exact_match(metrics: dict) -> None:
             print(f"Exact match, {split} (%): " + ", ".join(f"{name} {value:.1f}" for name, value in scores.items()))
 
 
-def data_source_name(data_args: DataArguments) -> str | None:
-    """How the model card names data that did not come from the Hub."""
+def data_source_description(data_args: DataArguments) -> str | None:
+    """How the model card names, in words, data that did not come from the Hub (None for a Hub dataset)."""
     if data_args.builtin_dataset:
-        return f"built-in {data_args.builtin_dataset} (num2words)"
-    return data_args.train_prefix or data_args.train_file
+        return f"the built-in `{data_args.builtin_dataset}` corpus (number words generated with num2words)"
+    if data_args.train_prefix:
+        prefix, languages = data_args.train_prefix, (data_args.source_lang, data_args.target_lang)
+        return "local files " + " and ".join(f"`{prefix}.{lang}`" for lang in languages)
+    if data_args.train_file:
+        return f"the local file `{data_args.train_file}`"
+    return None
 
 
 def resume_checkpoint(training_args) -> str | None:

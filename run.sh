@@ -12,7 +12,10 @@ TORCH="${TORCH:-torch==2.13.0}"
 
 setup() {
     if [ ! -x "$VENV/bin/python" ]; then
-        python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "run.sh: needs Python 3.10 or newer as python3" >&2; exit 2; }
+        if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+            echo "run.sh: needs Python 3.10 or newer as python3" >&2
+            exit 2
+        fi
         python3 -m venv "$VENV"
         "$VENV/bin/python" -m pip install --upgrade pip
     fi

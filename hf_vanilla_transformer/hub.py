@@ -72,7 +72,8 @@ def push_from_training_args(training_args, model_dir: str | os.PathLike | None =
 
 
 def check_model_dir(model_dir: str | os.PathLike) -> Path:
-    """Raise MissingFileError (a FileNotFoundError), saying what is missing, unless `model_dir` holds a saved model and tokenizer."""
+    """Raise MissingFileError (a FileNotFoundError), saying what is missing, unless `model_dir` holds a saved model
+    and tokenizer."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise MissingFileError(f"No model directory at {model_dir}.")
@@ -89,8 +90,8 @@ def check_model_dir(model_dir: str | os.PathLike) -> Path:
 
 
 def model_location(name_or_path: str) -> str:
-    """`name_or_path` if it is a saved model folder or could be a Hub repo id; MissingFileError (a FileNotFoundError) with a clear
-    message for a missing folder, a folder that is not a saved model, or a file."""
+    """`name_or_path` if it is a saved model folder or could be a Hub repo id; MissingFileError (a FileNotFoundError)
+    with a clear message for a missing folder, a folder that is not a saved model, or a file."""
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():

@@ -88,7 +88,8 @@ def create_model_card(
 
     `dataset_name`: the training data's Hub dataset id, linked and listed under `datasets:` and in the model-index;
     data that is not on the Hub (local files, a built-in corpus) is named in words by `dataset_description` instead
-    (a `dataset_name` that is no Hub id is taken as such a description). `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
+    (a `dataset_name` that is no Hub id is taken as such a description).
+    `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
     by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
     `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
     `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them.

@@ -61,7 +61,7 @@ def main(argv=None) -> Path:
     try:
         import ctranslate2  # noqa: F401
     except ImportError as error:
-        raise InputError('Exporting needs CTranslate2: `pip install -e ".[export]"` (or `pip install ctranslate2`).') from error
+        raise InputError('Exporting needs CTranslate2: `pip install -e ".[export]"` (the export extra).') from error
     model = model_location(args.model)
     if Path(model).is_dir():
         check_model_dir(model)

@@ -83,7 +83,8 @@ import json, sys
 sys.modules["hf_vanilla_transformer"] = None  # this environment cannot import the package
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 folder = sys.argv[1]
-loaded = [AutoTokenizer.from_pretrained(folder, trust_remote_code=True), PreTrainedTokenizerFast.from_pretrained(folder)]
+loaded = [AutoTokenizer.from_pretrained(folder, trust_remote_code=True),
+          PreTrainedTokenizerFast.from_pretrained(folder)]
 print(json.dumps([tokenizer("zweiundvierzig").input_ids for tokenizer in loaded]))
 """
 

@@ -353,7 +353,6 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
 # The built-in corpus is balanced over these magnitudes, so that the numbers a person tries first (7, 42, 312,
 # "zweitausend", "eine Million") are as well covered as the 5-digit ones that dominate a uniform draw.
 NUMBER_MAGNITUDES = ("digits_1_2", "digits_3", "digits_4", "digits_5", "digits_6", "round")
-MAX_BUILTIN_NUMBER = 1_000_000
 _HELD_OUT_SHARE = 10  # validation and test each take at most 1/10 of a magnitude's numbers; training keeps the rest
 
 

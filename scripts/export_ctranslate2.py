@@ -68,7 +68,13 @@ def main(argv=None) -> Path:
     else:  # a Hub repo id: download it first
         from huggingface_hub import snapshot_download
 
-        model = snapshot_download(model)
+        try:
+            model = snapshot_download(model)
+        except (OSError, ValueError) as error:  # not found, offline (OSErrors), not a valid id (ValueError)
+            raise InputError(
+                f"No model folder at {args.model}, and it cannot be downloaded as a Hub repo id ({error}). Give the "
+                "folder the model was saved to."
+            ) from error
     out_dir = export_ctranslate2(
         model,
         args.output_dir,

@@ -115,6 +115,7 @@ def test_export_ctranslate2_refuses_a_folder_without_a_model(tmp_path, monkeypat
     ("plot_attention", lambda d, t: [d, "zwei", "--layers", "9"], "Choose layers from 1 to 2"),
     ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
+    ("export_ctranslate2", lambda d, t: ["runs/missing", t / "out"], "No model folder at runs/missing"),
     ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
     ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),
 ])

@@ -203,7 +203,6 @@ README_EXAMPLES = {
     "sieben": "seven",
     "einhundertfünf": "one hundred and five",
     "zweitausend": "two thousand",
-    "eine Million": "one million",
     "dreihundertzweiundvierzig": "three hundred and forty-two",
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import zip_longest
@@ -18,6 +19,9 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 from datasets import Dataset, DatasetDict, load_dataset
+from datasets.exceptions import DatasetGenerationError
+
+from .errors import InputError, MissingFileError
 
 logger = logging.getLogger(__name__)
 
@@ -52,35 +56,63 @@ def _open_binary(path: Path) -> BinaryIO:
 
 
 def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
-    """Decode one line as UTF-8, stripped of surrounding whitespace; raise ValueError saying where and how to fix."""
+    """Decode one line as UTF-8, stripped of surrounding whitespace; raise InputError saying where and how to fix."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ValueError(
-            f"{path}: line {line_number} is not valid UTF-8 (byte {raw[error.start:error.start + 1]!r} at byte "
-            f"offset {error.start} of the line). Re-encode the file as UTF-8, e.g. "
-            f"`iconv -f LATIN1 -t UTF-8 {path.name} > {path.name}.utf8`, and point to the re-encoded file."
-        ) from error
+        raise InputError(_not_utf8_message(path, line_number, raw, error.start)) from error
     if line_number == 1:
         text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not part of the sentence
     return text.strip()
 
 
+def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
+    return (
+        f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
+        f"of the line). Re-encode the file as UTF-8, e.g. `iconv -f LATIN1 -t UTF-8 {path.name} > "
+        f"{path.name}.utf8`, and point to the re-encoded file."
+    )
+
+
+def decode_utf8_text(data: bytes, path: str | Path) -> str:
+    """`data` decoded as UTF-8; InputError naming the file and line of the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        line_end = data.find(b"\n", error.start)
+        line = data[line_start : None if line_end < 0 else line_end]
+        line_number = data.count(b"\n", 0, error.start) + 1
+        raise InputError(_not_utf8_message(Path(path), line_number, line, error.start - line_start)) from error
+
+
+def _raw_lines(path: Path) -> Iterator[bytes]:
+    """The lines of a plain or gzip file as bytes; InputError when a .gz file is truncated or not gzip."""
+    try:
+        with _open_binary(path) as handle:
+            yield from handle
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise InputError(
+            f"{path} is not a complete gzip file ({error}): it was cut off or is not gzip-compressed. Download or "
+            f"compress it again (`gzip -t {path.name}` checks it), or give the uncompressed file without .gz."
+        ) from error
+
+
 def _read_line_pairs(source_path: Path, target_path: Path) -> Iterator[tuple[int, str, str]]:
-    """Yield (1-based line number, source, target), splitting on b"\\n" only; raise ValueError on unequal counts."""
+    """Yield (1-based line number, source, target), splitting on b"\\n" only; raise InputError on unequal counts."""
     source_count = target_count = 0
-    with _open_binary(source_path) as source, _open_binary(target_path) as target:
-        for line_number, (raw_source, raw_target) in enumerate(zip_longest(source, target), start=1):
-            source_count += raw_source is not None
-            target_count += raw_target is not None
-            if source_count == target_count == line_number:
-                yield (
-                    line_number,
-                    _decode_line(raw_source, source_path, line_number),
-                    _decode_line(raw_target, target_path, line_number),
-                )
+    source, target = _raw_lines(source_path), _raw_lines(target_path)
+    for line_number, (raw_source, raw_target) in enumerate(zip_longest(source, target), start=1):
+        source_count += raw_source is not None
+        target_count += raw_target is not None
+        if source_count == target_count == line_number:
+            yield (
+                line_number,
+                _decode_line(raw_source, source_path, line_number),
+                _decode_line(raw_target, target_path, line_number),
+            )
     if source_count != target_count:
-        raise ValueError(
+        raise InputError(
             f"Parallel files have different line counts: {source_path} has {source_count} lines, {target_path} has "
             f"{target_count}. Line i of one must translate line i of the other; fix the files (e.g. compare "
             "`wc -l` and look for a sentence split over two lines) before training."
@@ -160,7 +192,7 @@ def _resolve_language_file(prefix: str | Path, lang: str) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError(
+    raise MissingFileError(
         f"No {lang!r} side for prefix {str(prefix)!r}: looked for {candidates[0]} and {candidates[1]}. A prefix "
         "names line-aligned files `<prefix>.<source_lang>` and `<prefix>.<target_lang>` (optionally .gz)."
     )
@@ -208,7 +240,7 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     """Load the splits `args` names (train/validation/test, as given) as a DatasetDict with a `translation` column."""
     chosen = _chosen_sources(args)
     if len(chosen) != 1:
-        raise ValueError(
+        raise InputError(
             f"Give exactly one data source, got {chosen or 'none'}: --dataset_name (Hub), --train_file/"
             "--validation_file/--test_file (JSON lines), --train_prefix/--validation_prefix/--test_prefix (plain "
             "parallel text), or --builtin_dataset number_words."
@@ -222,6 +254,8 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     datasets = loaders[chosen[0]](args)
     for split, dataset in datasets.items():
         _check_translation_column(dataset, split, args.source_lang, args.target_lang)
+        if len(dataset) == 0:
+            raise InputError(f"The {split} split has no sentence pairs: give it data, or leave the split out.")
     return datasets
 
 
@@ -246,8 +280,16 @@ def _load_json_datasets(args: TranslationDataArguments) -> DatasetDict:
     files = _split_paths(args.train_file, args.validation_file, args.test_file)
     for path in files.values():
         if not path.removesuffix(".gz").endswith((".json", ".jsonl")):
-            raise ValueError(f"{path}: --*_file expects JSON lines (.json/.jsonl); use --*_prefix for plain text.")
-    return load_dataset("json", data_files=files, cache_dir=args.cache_dir)
+            raise InputError(f"{path}: --*_file expects JSON lines (.json/.jsonl); use --*_prefix for plain text.")
+        if not Path(path).is_file():
+            raise MissingFileError(f"No file {path}: check the --*_file path.")
+    try:
+        return load_dataset("json", data_files=files, cache_dir=args.cache_dir)
+    except DatasetGenerationError as error:
+        raise InputError(
+            f"Cannot read {', '.join(files.values())} as JSON lines ({error.__cause__ or error}): each line must be "
+            'one JSON object such as {"translation": {"de": "...", "en": "..."}}, in UTF-8, and a .gz file complete.'
+        ) from error
 
 
 def _load_prefix_datasets(args: TranslationDataArguments) -> DatasetDict:
@@ -256,22 +298,28 @@ def _load_prefix_datasets(args: TranslationDataArguments) -> DatasetDict:
     splits = {}
     for split, prefix in prefixes.items():
         source_file, target_file = resolve_parallel_files(prefix, args.source_lang, args.target_lang)
-        splits[split], _ = load_parallel_text(
+        splits[split], report = load_parallel_text(
             source_file,
             target_file,
             source_lang=args.source_lang,
             target_lang=args.target_lang,
             max_length_chars=args.max_length_chars,
         )
+        if report.num_kept == 0:
+            raise InputError(
+                f"{source_file} and {target_file} hold no sentence pairs ({report.num_lines} lines, none with text "
+                f"on both sides{' and short enough' if args.max_length_chars else ''}): --{split}_prefix must name "
+                "files with one sentence a line."
+            )
     return DatasetDict(splits)
 
 
 def _load_builtin_dataset(args: TranslationDataArguments) -> DatasetDict:
     """Generate a built-in corpus; its languages must match --source_lang/--target_lang."""
     if args.builtin_dataset not in BUILTIN_DATASETS:
-        raise ValueError(f"Unknown --builtin_dataset {args.builtin_dataset!r}; choose one of {BUILTIN_DATASETS}.")
+        raise InputError(f"Unknown --builtin_dataset {args.builtin_dataset!r}; choose one of {BUILTIN_DATASETS}.")
     if (args.source_lang, args.target_lang) != ("de", "en"):
-        raise ValueError(
+        raise InputError(
             "--builtin_dataset number_words translates German to English: use --source_lang de --target_lang en "
             f"(got {args.source_lang!r} -> {args.target_lang!r})."
         )
@@ -292,7 +340,7 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
     feature = dataset.features.get("translation")
     languages = set(getattr(feature, "languages", None) or (feature.keys() if isinstance(feature, dict) else []))
     if not {source_lang, target_lang} <= languages:
-        raise ValueError(
+        raise InputError(
             f"The {split} split needs a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} "
             f"dicts; it has columns {dataset.column_names} (translation languages: {sorted(languages) or 'none'}). "
             "Check --source_lang/--target_lang or the file's fields."
@@ -302,35 +350,105 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
 # ---- built-in offline corpus ----
 
 
+# The built-in corpus is balanced over these magnitudes, so that the numbers a person tries first (7, 42, 312,
+# "zweitausend", "eine Million") are as well covered as the 5-digit ones that dominate a uniform draw.
+NUMBER_MAGNITUDES = ("digits_1_2", "digits_3", "digits_4", "digits_5", "digits_6", "round")
+_HELD_OUT_SHARE = 10  # validation and test each take at most 1/10 of a magnitude's numbers; training keeps the rest
+
+
+def number_magnitude(number: int) -> str:
+    """The built-in corpus' magnitude of `number`: "round" for 100 and up with at most two non-zero leading digits
+    (hundert, zweitausend, fünfundzwanzigtausend, eine Million), else by digit count ("digits_1_2" below 100)."""
+    digits = len(str(number))
+    if number >= 100 and number % 10 ** (digits - 2) == 0:
+        return "round"
+    return "digits_1_2" if digits <= 2 else f"digits_{digits}"
+
+
+def _magnitude_pools() -> dict[str, np.ndarray]:
+    """Every number from 0 to a million, grouped by `number_magnitude`."""
+    rounds = sorted({leading * 10**zeros for leading in range(10, 100) for zeros in range(1, 5)} | {10**6})
+    pools = {"digits_1_2": np.arange(100)}
+    for digits in range(3, 7):
+        numbers = np.arange(10 ** (digits - 1), 10**digits)
+        pools[f"digits_{digits}"] = numbers[numbers % 10 ** (digits - 2) != 0]
+    pools["round"] = np.array(rounds)
+    return pools  # in the order of NUMBER_MAGNITUDES
+
+
+def _trained_last(numbers: np.ndarray) -> np.ndarray:
+    """`numbers` with the single-digit round ones (100, ..., 900, 1000, ..., a million) moved to the end, where
+    training takes its numbers: each is the only pair with its words standing alone ("eine Million", "tausend")."""
+    single_digit = numbers % 10 ** np.floor(np.log10(np.maximum(numbers, 1))).astype(np.int64) == 0
+    single_digit &= numbers >= 100
+    return np.concatenate([numbers[~single_digit], numbers[single_digit]])
+
+
+def _even_shares(total: int, capacities: list[int]) -> list[int]:
+    """Split `total` as evenly as the `capacities` allow, the smallest capacities filled first."""
+    shares = [0] * len(capacities)
+    remaining = total
+    for position, index in enumerate(sorted(range(len(capacities)), key=capacities.__getitem__)):
+        left = len(capacities) - position
+        shares[index] = min(capacities[index], -(-remaining // left))
+        remaining -= shares[index]
+    if remaining:
+        raise InputError(
+            f"Asked for {total} held-out numbers, more than the built-in corpus can hold out ({sum(capacities)}): "
+            "lower --number_words_eval_size."
+        )
+    return shares
+
+
 def number_words_corpus(
     train_size: int = 10_000,
     validation_size: int = 500,
     test_size: int = 500,
     *,
-    max_number: int = 100_000,
     seed: int = 0,
 ) -> DatasetDict:
     """German -> English number words from num2words ("dreihundertzweiundvierzig" -> "three hundred and forty-two").
 
-    Integers are drawn without replacement below `max_number`, so no number is in two splits; test and validation
-    come first in the seeded permutation, so they stay the same when only `train_size` changes.
+    Numbers from 0 to a million, the same number of training pairs for each of `NUMBER_MAGNITUDES` (a magnitude with
+    fewer training numbers than that, such as the 80 or so numbers below 100, repeats them). Validation and test
+    hold numbers that training does not, spread as evenly over the magnitudes as their sizes allow; they come first
+    in each magnitude's seeded permutation, so they stay the same when only `train_size` changes. Each split has a
+    `magnitude` column beside `translation`.
     """
-    total = train_size + validation_size + test_size
-    if total > max_number:
-        raise ValueError(f"Asked for {total} distinct numbers below max_number={max_number}; raise max_number.")
-    numbers = np.random.default_rng(seed).permutation(max_number)[:total].tolist()
-    test, validation, train = np.split(numbers, [test_size, test_size + validation_size])
-    splits = {"train": train, "validation": validation, "test": test}
-    return DatasetDict({split: _number_words_dataset(chosen.tolist()) for split, chosen in splits.items()})
+    pools = _magnitude_pools()
+    capacities = [len(pool) // _HELD_OUT_SHARE for pool in pools.values()]
+    held_out = {"validation": _even_shares(validation_size, capacities), "test": _even_shares(test_size, capacities)}
+    train_counts = _even_shares(train_size, [train_size] * len(pools))
+    chosen = {split: [] for split in SPLITS}
+    for index, pool in enumerate(pools.values()):
+        numbers = _trained_last(np.random.default_rng([seed, index]).permutation(pool))
+        test, validation, train = np.split(numbers, np.cumsum([held_out["test"][index], held_out["validation"][index]]))
+        chosen["test"].extend(test.tolist())
+        chosen["validation"].extend(validation.tolist())
+        chosen["train"].extend(np.resize(train, train_counts[index]).tolist())
+    mixed = {  # magnitudes interleaved, each split shuffled on its own
+        split: np.random.default_rng([seed, len(pools), index]).permutation(chosen[split]).tolist()
+        for index, split in enumerate(SPLITS)
+    }
+    return DatasetDict({split: _number_words_dataset(numbers) for split, numbers in mixed.items()})
 
 
 def _number_words_dataset(numbers: list[int]) -> Dataset:
-    """German and English words for each number, as a translation Dataset."""
+    """German and English words for each number, as a translation Dataset with each number's magnitude."""
     from num2words import num2words
 
-    german = [num2words(n, lang="de") for n in numbers]
+    german = [_short_form(num2words(n, lang="de"), n) for n in numbers]
     english = [num2words(n, lang="en") for n in numbers]
-    return _translation_dataset(german, english, "de", "en")
+    dataset = _translation_dataset(german, english, "de", "en")
+    return dataset.add_column("magnitude", [number_magnitude(n) for n in numbers])
+
+
+def _short_form(german: str, number: int) -> str:
+    """German says "hundert" and "tausend" as well as num2words' "einhundert" and "eintausend": a third of the
+    numbers that start so (every one that leaves 1 when divided by 3, 100 and 1000 among them) drop the "ein"."""
+    if number % 3 == 1 and german.startswith(("einhundert", "eintausend")):
+        return german.removeprefix("ein")
+    return german
 
 
 # ---- tokenization ----

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from huggingface_hub import CommitInfo, HfApi
 
+from .errors import MissingFileError
 from .model_card import update_model_card
 from .pipeline_translation import save_translation_pipeline
 
@@ -71,10 +72,11 @@ def push_from_training_args(training_args, model_dir: str | os.PathLike | None =
 
 
 def check_model_dir(model_dir: str | os.PathLike) -> Path:
-    """Raise FileNotFoundError, saying what is missing, unless `model_dir` holds a saved model and tokenizer."""
+    """Raise MissingFileError (a FileNotFoundError), saying what is missing, unless `model_dir` holds a saved model
+    and tokenizer."""
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
-        raise FileNotFoundError(f"No model directory at {model_dir}.")
+        raise MissingFileError(f"No model directory at {model_dir}.")
     missing = []
     if not (model_dir / "config.json").is_file():
         missing.append("config.json (model.save_pretrained)")
@@ -83,22 +85,22 @@ def check_model_dir(model_dir: str | os.PathLike) -> Path:
     if not (model_dir / "tokenizer_config.json").is_file():
         missing.append("the tokenizer, tokenizer_config.json (tokenizer.save_pretrained)")
     if missing:
-        raise FileNotFoundError(f"{model_dir} is not a saved translation model: it lacks {', '.join(missing)}.")
+        raise MissingFileError(f"{model_dir} is not a saved translation model: it lacks {', '.join(missing)}.")
     return model_dir
 
 
 def model_location(name_or_path: str) -> str:
-    """`name_or_path` if it is a saved model folder or could be a Hub repo id; FileNotFoundError with a clear
-    message for a missing folder, a folder that is not a saved model, or a file."""
+    """`name_or_path` if it is a saved model folder or could be a Hub repo id; MissingFileError (a FileNotFoundError)
+    with a clear message for a missing folder, a folder that is not a saved model, or a file."""
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{name_or_path} is a directory but not a saved model: it has no config.json.")
+            raise MissingFileError(f"{name_or_path} is a directory but not a saved model: it has no config.json.")
         return str(path)
     if path.exists():
-        raise FileNotFoundError(f"{name_or_path} is a file: give the directory the model was saved to.")
+        raise MissingFileError(f"{name_or_path} is a file: give the directory the model was saved to.")
     parts = name_or_path.split("/")
     looks_like_repo_id = len(parts) <= 2 and all(parts) and not name_or_path.startswith((".", "~"))
     if not looks_like_repo_id:
-        raise FileNotFoundError(f"No model directory at {name_or_path}.")
+        raise MissingFileError(f"No model directory at {name_or_path}.")
     return name_or_path

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,9 +38,28 @@ def _reference_streams(references: Sequence[str] | Sequence[Sequence[str]]) -> l
     return [list(stream) for stream in zip(*per_prediction)]
 
 
-def make_compute_metrics(tokenizer) -> Callable[[object], dict[str, float]]:
-    """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len, the mean
-    number of generated tokens per sentence (the start token, end token and padding not counted)."""
+def exact_match_by_group(
+    predictions: Sequence[str], references: Sequence[str], reference_groups: Mapping[str, str]
+) -> dict[str, float]:
+    """Percent of predictions equal to their reference: `exact_match` over all, and `exact_match_<group>` for the
+    predictions whose reference `reference_groups` puts in that group (references it does not know count only in
+    the total)."""
+    matches = defaultdict(list)
+    for prediction, reference in zip(predictions, references, strict=True):
+        correct = prediction == reference
+        matches["exact_match"].append(correct)
+        if reference in reference_groups:
+            matches[f"exact_match_{reference_groups[reference]}"].append(correct)
+    return {name: 100.0 * float(np.mean(values)) for name, values in sorted(matches.items())}
+
+
+def make_compute_metrics(
+    tokenizer, reference_groups: Mapping[str, str] | None = None
+) -> Callable[[object], dict[str, float]]:
+    """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len, and with
+    `reference_groups` (reference text -> group name, e.g. the built-in corpus' magnitudes) exact-match accuracy
+    overall and per group (see `exact_match_by_group`). gen_len is the mean number of generated tokens per sentence
+    (the start token, end token and padding not counted)."""
     not_text = np.array(sorted({*tokenizer.all_special_ids, tokenizer.pad_token_id}))
 
     def compute_metrics(eval_prediction) -> dict[str, float]:
@@ -49,6 +69,8 @@ def make_compute_metrics(tokenizer) -> Callable[[object], dict[str, float]]:
         decoded_labels = [text.strip() for text in tokenizer.batch_decode(labels, skip_special_tokens=True)]
         metrics = compute_translation_metrics(decoded_predictions, decoded_labels)
         metrics["gen_len"] = float(np.mean(np.sum(~np.isin(predictions, not_text), axis=-1)))
+        if reference_groups is not None:
+            metrics.update(exact_match_by_group(decoded_predictions, decoded_labels, reference_groups))
         return metrics
 
     return compute_metrics

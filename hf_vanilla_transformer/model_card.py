@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import re
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from importlib import resources
@@ -73,6 +74,7 @@ def create_model_card(
     metrics: Mapping[str, float] | None = None,
     dataset_name: str | None = None,
     dataset_config: str | None = None,
+    dataset_description: str | None = None,
     eval_split: str = "validation",
     training_args: Any = None,
     repo_id: str | None = None,
@@ -85,12 +87,17 @@ def create_model_card(
 ) -> ModelCard:
     """Render the card of the model saved in `model_dir` (config.json, weights; tokenizer.json if there).
 
+    `dataset_name`: the training data's Hub dataset id, linked and listed under `datasets:` and in the model-index;
+    data that is not on the Hub (local files, a built-in corpus) is named in words by `dataset_description` instead
+    (a `dataset_name` that is no Hub id is taken as such a description).
     `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
     by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
     `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
     `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them.
     """
     model_dir = Path(model_dir)
+    if dataset_name and not _is_hub_id(dataset_name):
+        dataset_name, dataset_description = None, dataset_description or dataset_name
     config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
     if metrics is None:
         metrics = _read_json(model_dir / "all_results.json", optional=True)
@@ -108,11 +115,10 @@ def create_model_card(
         datasets=[dataset_name] if dataset_name else None,
         metrics=["bleu", "chrf"],
         model_name=model_name,
-        eval_results=_eval_results(results, dataset_name, dataset_config, source_lang, target_lang) or None,
+        eval_results=_eval_results(
+            results, dataset_name, dataset_description, dataset_config, source_lang, target_lang
+        ) or None,
     )
-    dataset_url = None
-    if dataset_name and _is_hub_name(dataset_name):
-        dataset_url = f"https://huggingface.co/datasets/{dataset_name}"
     return ModelCard.from_template(
         card_data,
         template_path=str(template_path or _template_path()),
@@ -124,7 +130,8 @@ def create_model_card(
         target_language=_language_name(target_lang),
         dataset_name=dataset_name,
         dataset_config=dataset_config,
-        dataset_link=f"[{dataset_name}]({dataset_url})" if dataset_url else dataset_name,
+        dataset_description=dataset_description,
+        dataset_link=f"[{dataset_name}](https://huggingface.co/datasets/{dataset_name})" if dataset_name else None,
         project_url=project_url,
         results=results,
         num_beams=generation.get("num_beams", 1),
@@ -204,7 +211,10 @@ def _results(metrics: Mapping[str, float], eval_split: str) -> list[dict]:
     return rows
 
 
-def _eval_results(results, dataset_name, dataset_config, source_lang, target_lang) -> list[EvalResult]:
+def _eval_results(
+    results, dataset_name, dataset_description, dataset_config, source_lang, target_lang
+) -> list[EvalResult]:
+    """The model-index entries; `dataset.type` is the Hub dataset id, or "custom" for data that is not on the Hub."""
     pair = f"{source_lang}-{target_lang}" if source_lang and target_lang else None
     evals = []
     for row in results:
@@ -215,7 +225,7 @@ def _eval_results(results, dataset_name, dataset_config, source_lang, target_lan
                 task_type="translation",
                 task_name=f"Translation {pair}" if pair else "Translation",
                 dataset_type=dataset_name or "custom",
-                dataset_name=f"{dataset_name or 'custom data'} {pair or ''}".strip(),
+                dataset_name=f"{dataset_name or dataset_description or 'custom data'} {pair or ''}".strip(),
                 dataset_config=dataset_config,
                 dataset_split=row["split"],
                 metric_type=metric,
@@ -327,6 +337,9 @@ def _language_name(code: str | None) -> str | None:
     return _LANGUAGES.get(code.lower(), code) if code else None
 
 
-def _is_hub_name(name: str) -> bool:
-    """Whether a dataset name looks like a Hub id ("wmt14", "bentrevett/multi30k"), not a local path."""
-    return not os.path.exists(name) and name.count("/") <= 1 and not name.startswith((".", "/", "~"))
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def _is_hub_id(name: str) -> bool:
+    """Whether a dataset name has the form of a Hub id ("wmt14", "bentrevett/multi30k") and is no local path."""
+    return bool(_HUB_ID.fullmatch(name)) and not os.path.exists(name)

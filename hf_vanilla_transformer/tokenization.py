@@ -14,6 +14,8 @@ from pathlib import Path
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
+from .errors import InputError
+
 PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]  # ids 0, 1, 2, 3 in this order
 
@@ -85,7 +87,7 @@ def load_tokenizer(name_or_path: str | Path):
     """`AutoTokenizer.from_pretrained`, with a clear error when a local model folder has no tokenizer."""
     path = Path(name_or_path)
     if path.is_dir() and not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise ValueError(
+        raise InputError(
             f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). Save the tokenizer the model was "
             f"trained with into it (`tokenizer.save_pretrained('{path}')`), or name it with --tokenizer_name."
         )

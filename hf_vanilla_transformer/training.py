@@ -8,6 +8,7 @@ usual Trainer flag, and a flag given on the command line wins.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import sys
@@ -29,7 +30,8 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .checkpoint_averaging import load_averaged_weights
 from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
-from .hub import push_from_training_args
+from .errors import InputError
+from .hub import model_location, push_from_training_args
 from .metrics import make_compute_metrics
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -137,7 +139,13 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     parser = HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments))
     if len(argv) == 1 and argv[0].endswith(".json"):
         return parser.parse_json_file(os.path.abspath(argv[0]))
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=default_argv + argv)
+    try:
+        *parsed, unknown = parser.parse_args_into_dataclasses(args=default_argv + argv, return_remaining_strings=True)
+    except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
+        raise InputError(f"{str(error).rstrip('.')}. Fix that flag (`--help` describes every flag).") from error
+    if unknown:
+        raise InputError(_unknown_flags_message(unknown, parser))
+    model_args, data_args, training_args = parsed
     if "learning_rate" not in given:
         d_model = new_model_d_model(model_args, data_args)
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
@@ -151,20 +159,33 @@ def check_averaging(training_args, keep_limit: bool) -> None:
     if count is None:
         return
     if count < 1:
-        raise ValueError(f"--average_last_checkpoints must be at least 1, got {count}.")
+        raise InputError(f"--average_last_checkpoints must be at least 1, got {count}.")
     if training_args.save_strategy == SaveStrategy.NO:
-        raise ValueError(
+        raise InputError(
             "--average_last_checkpoints averages saved checkpoints, but --save_strategy is 'no': use 'epoch' or "
             "'steps' (with --save_steps)."
         )
     limit = training_args.save_total_limit
     if limit is not None and limit < count:
         if keep_limit:
-            raise ValueError(
+            raise InputError(
                 f"--average_last_checkpoints {count} needs {count} checkpoints, but --save_total_limit {limit} keeps "
                 f"only {limit}: raise --save_total_limit to at least {count}."
             )
         training_args.save_total_limit = count
+
+
+def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
+    """Name the arguments the parser did not take, with the closest known flag for each misspelt one."""
+    known = [option for action in parser._actions for option in action.option_strings]
+    hints = []
+    for flag in (arg.split("=")[0] for arg in unknown if arg.startswith("--")):
+        close = difflib.get_close_matches(flag, known, n=1)
+        hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+    return (
+        f"Unknown arguments: {' '.join(hints) if hints else ' '.join(unknown)}. `python "
+        "scripts/train_translation.py --help` lists every flag."
+    )
 
 
 DATA_SOURCE_FLAGS = {
@@ -176,7 +197,7 @@ DATA_SOURCE_FLAGS = {
 def new_model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
     """d_model of the model to train, for the paper's peak learning rate d_model^-0.5 * warmup^-0.5."""
     if model_args.model_name_or_path or model_args.config_name:
-        return AutoConfig.from_pretrained(model_args.model_name_or_path or model_args.config_name).d_model
+        return AutoConfig.from_pretrained(_pretrained(model_args.model_name_or_path or model_args.config_name)).d_model
     return model_args.d_model or model_sizes(model_args, data_args).get("d_model", VanillaTransformerConfig().d_model)
 
 
@@ -185,7 +206,7 @@ def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
     preset = model_args.preset or ("tiny" if data_args.builtin_dataset else "base")
     presets = {"base": {}, "big": VanillaTransformerConfig.big().to_diff_dict(), "tiny": TINY_MODEL}
     if preset not in presets:
-        raise ValueError(f"--preset must be one of {sorted(presets)}, got {preset!r}.")
+        raise InputError(f"--preset must be one of {sorted(presets)}, got {preset!r}.")
     return {k: v for k, v in presets[preset].items() if k in VanillaTransformerConfig.__dataclass_fields__}
 
 
@@ -230,14 +251,21 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets):
         return tokenizer
 
 
+def _pretrained(name_or_path: str) -> str:
+    """A model (or config) folder or Hub id, checked: a local folder must hold a saved config."""
+    if os.path.isfile(name_or_path) and name_or_path.endswith(".json"):
+        return name_or_path  # --config_name may name the config file itself
+    return model_location(name_or_path)
+
+
 def load_or_build_model(model_args, data_args, tokenizer):
     if model_args.model_name_or_path:
         return AutoModelForSeq2SeqLM.from_pretrained(
-            model_args.model_name_or_path, attn_implementation=model_args.attn_implementation
+            _pretrained(model_args.model_name_or_path), attn_implementation=model_args.attn_implementation
         )
     ids = special_token_ids(tokenizer)
     if model_args.config_name:
-        config = AutoConfig.from_pretrained(model_args.config_name, vocab_size=len(tokenizer), **ids)
+        config = AutoConfig.from_pretrained(_pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids)
         return AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
     return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
 
@@ -265,6 +293,7 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
     set_seed(training_args.seed)
+    resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
 
     raw_datasets = load_translation_datasets(data_args)
     for split, limit in (
@@ -275,7 +304,7 @@ def main(argv: list[str] | None = None) -> dict:
         if limit is not None and split in raw_datasets:
             raw_datasets[split] = raw_datasets[split].select(range(min(limit, len(raw_datasets[split]))))
     if "train" not in raw_datasets and training_args.do_train:
-        raise ValueError("Training needs a train split: give --train_file, --train_prefix or --dataset_name.")
+        raise InputError("Training needs a train split: give --train_file, --train_prefix or --dataset_name.")
 
     tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets)
     model = load_or_build_model(model_args, data_args, tokenizer)
@@ -304,11 +333,11 @@ def main(argv: list[str] | None = None) -> dict:
         eval_dataset=tokenized.get("validation"),
         processing_class=tokenizer,
         data_collator=DataCollatorForSeq2Seq(tokenizer, model=model, label_pad_token_id=-100),
-        compute_metrics=make_compute_metrics(tokenizer),
+        compute_metrics=make_compute_metrics(tokenizer, reference_groups(raw_datasets, data_args.target_lang)),
     )
 
     all_metrics = {}
-    train_result = trainer.train(resume_from_checkpoint=resume_checkpoint(training_args))
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
     train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
     if training_args.average_last_checkpoints:
         train_metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
@@ -345,12 +374,14 @@ def main(argv: list[str] | None = None) -> dict:
             source_lang=data_args.source_lang,
             target_lang=data_args.target_lang,
             metrics=all_metrics,
-            dataset_name=data_args.dataset_name or data_source_name(data_args),
+            dataset_name=data_args.dataset_name,
+            dataset_description=data_source_description(data_args),
             dataset_config=data_args.dataset_config_name,
             training_args=training_args,
             repo_id=training_args.hub_model_id,
         )
         print_samples(raw_datasets.get(samples_split), translations, data_args)
+        print_exact_match(all_metrics)
         if push_to_hub:
             commit = push_from_training_args(training_args)
             logger.info("Pushed %s to %s", output_dir, commit.commit_url)
@@ -377,11 +408,37 @@ def average_last_checkpoints(trainer) -> int:
     return len(checkpoints)
 
 
-def data_source_name(data_args: DataArguments) -> str | None:
-    """How the model card names data that did not come from the Hub."""
+def reference_groups(raw_datasets, target_lang: str) -> dict[str, str] | None:
+    """Reference translation -> group from the evaluation splits' `magnitude` column (the built-in corpus has one),
+    for exact-match accuracy per magnitude; None without such a column."""
+    groups = {}
+    for split in ("validation", "test"):
+        dataset = raw_datasets.get(split)
+        if dataset is not None and "magnitude" in dataset.column_names:
+            groups.update(zip((pair[target_lang] for pair in dataset["translation"]), dataset["magnitude"]))
+    return groups or None
+
+
+def print_exact_match(metrics: dict) -> None:
+    """One line per split with exact-match accuracy overall and per group, when the metrics have it."""
+    for prefix in ("eval", "predict"):
+        scores = {key.removeprefix(f"{prefix}_exact_match").lstrip("_") or "all": value
+                  for key, value in metrics.items() if key.startswith(f"{prefix}_exact_match")}
+        if scores:
+            split = "validation" if prefix == "eval" else "test"
+            print(f"Exact match, {split} (%): " + ", ".join(f"{name} {value:.1f}" for name, value in scores.items()))
+
+
+def data_source_description(data_args: DataArguments) -> str | None:
+    """How the model card names, in words, data that did not come from the Hub (None for a Hub dataset)."""
     if data_args.builtin_dataset:
-        return f"built-in {data_args.builtin_dataset} (num2words)"
-    return data_args.train_prefix or data_args.train_file
+        return f"the built-in `{data_args.builtin_dataset}` corpus (number words generated with num2words)"
+    if data_args.train_prefix:
+        prefix, languages = data_args.train_prefix, (data_args.source_lang, data_args.target_lang)
+        return "local files " + " and ".join(f"`{prefix}.{lang}`" for lang in languages)
+    if data_args.train_file:
+        return f"the local file `{data_args.train_file}`"
+    return None
 
 
 def resume_checkpoint(training_args) -> str | None:
@@ -392,14 +449,14 @@ def resume_checkpoint(training_args) -> str | None:
     if resume in (True, "True", "true"):
         last = last_complete_checkpoint(training_args.output_dir)
         if last is None:
-            raise ValueError(
+            raise InputError(
                 f"--resume_from_checkpoint true, but {training_args.output_dir} has no complete checkpoint-*."
             )
         return str(last)
     if not Path(resume).is_dir():
-        raise ValueError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
+        raise InputError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
     if not is_complete_checkpoint(resume):
-        raise ValueError(
+        raise InputError(
             f"{resume} is incomplete: the run was stopped while writing it. Resume from an earlier checkpoint, or "
             "pass `--resume_from_checkpoint true` to pick the last complete one."
         )

@@ -5,10 +5,11 @@
 """
 
 import argparse
-import sys
+import os
 
 import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
+from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command
 
 
 def main(argv=None):
@@ -17,9 +18,13 @@ def main(argv=None):
     parser.add_argument("--last", type=int, default=5, help="how many of the latest checkpoints to average")
     parser.add_argument("--output_dir", required=True, help="where to save the averaged model")
     args = parser.parse_args(argv)
+    if args.last < 1:
+        parser.error("--last must be at least 1.")
+    if not os.path.isdir(args.run_dir):
+        raise MissingFileError(f"No run folder at {args.run_dir}: give a training run's --output_dir.")
     checkpoints = run_checkpoints(args.run_dir)
     if len(checkpoints) < args.last:
-        sys.exit(
+        raise InputError(
             f"{args.run_dir} has {len(checkpoints)} checkpoints, fewer than --last {args.last}: lower --last or keep "
             "more with --save_total_limit when training."
         )
@@ -29,4 +34,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

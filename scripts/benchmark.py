@@ -91,7 +91,29 @@ def parse_arguments(argv=None):
                      help="figures to leave out")
     run.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     run.add_argument("--memory_worker", choices=["ours", "marian"], help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    check_arguments(args, parser)
+    return args
+
+
+POSITIVE = ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "seq_len", "train_steps",
+            "gen_sentences", "gen_source_len", "gen_tokens", "repeats", "memory_steps", "threads")
+
+
+def check_arguments(args, parser) -> None:
+    """Exit with argparse's usage error (status 2) for values the benchmark cannot run with."""
+    for name in POSITIVE:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name} must be at least 1, got {value}.")
+    if args.warmup_steps < 0:
+        parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
+    if args.d_model % args.heads:
+        parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        parser.error(f"--json {args.json}: the folder {Path(args.json).parent} does not exist; create it first.")
+    if args.peak_tflops is not None and args.peak_tflops <= 0:
+        parser.error(f"--peak_tflops must be positive, got {args.peak_tflops}.")
 
 
 # ---------------------------------------------------------------------------------------------------------- models
@@ -644,4 +666,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from hf_vanilla_transformer.errors import run_command
+
+    run_command(main)

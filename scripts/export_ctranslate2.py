@@ -46,18 +46,35 @@ def parse_arguments(argv=None):
                         help="position encodings to store: the longest source or translation CTranslate2 accepts "
                              "(default: the config's max_position_embeddings)")
     parser.add_argument("--no_overwrite", action="store_true", help="fail if output_dir exists")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.max_positions is not None and args.max_positions < 1:
+        parser.error("--max_positions must be at least 1.")
+    return args
 
 
 def main(argv=None) -> Path:
     args = parse_arguments(argv)
+    from hf_vanilla_transformer.errors import InputError
     from hf_vanilla_transformer.export import export_ctranslate2
+    from hf_vanilla_transformer.hub import check_model_dir, model_location
 
-    model = args.model
-    if not Path(model).exists():  # a Hub repo id: download it first
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError as error:
+        raise InputError('Exporting needs CTranslate2: `pip install -e ".[export]"` (the export extra).') from error
+    model = model_location(args.model)
+    if Path(model).is_dir():
+        check_model_dir(model)
+    else:  # a Hub repo id: download it first
         from huggingface_hub import snapshot_download
 
-        model = snapshot_download(model)
+        try:
+            model = snapshot_download(model)
+        except (OSError, ValueError) as error:  # not found, offline (OSErrors), not a valid id (ValueError)
+            raise InputError(
+                f"No model folder at {args.model}, and it cannot be downloaded as a Hub repo id ({error}). Give the "
+                "folder the model was saved to."
+            ) from error
     out_dir = export_ctranslate2(
         model,
         args.output_dir,
@@ -70,4 +87,6 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    from hf_vanilla_transformer.errors import run_command
+
+    run_command(main)

@@ -81,4 +81,6 @@ def main(argv: list[str] | None = None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    main()
+    from hf_vanilla_transformer.errors import run_command
+
+    run_command(main)

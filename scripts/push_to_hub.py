@@ -60,4 +60,6 @@ def main(argv: list[str] | None = None):
 
 
 if __name__ == "__main__":
-    main()
+    from hf_vanilla_transformer.errors import run_command
+
+    run_command(main)

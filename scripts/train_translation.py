@@ -7,7 +7,8 @@
 See README.md for real corpora, multi-GPU with `accelerate launch`, and pushing to the Hub.
 """
 
+from hf_vanilla_transformer.errors import run_command
 from hf_vanilla_transformer.training import main
 
 if __name__ == "__main__":
-    main()
+    run_command(main)

@@ -42,10 +42,20 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 
 def read_lines(file: str) -> list[str]:
-    if file == "-":
+    """The lines of `file` ("-": standard input); InputError naming the line that is not UTF-8."""
+    from hf_vanilla_transformer.data import decode_utf8_text
+    from hf_vanilla_transformer.errors import InputError
+
+    if file != "-":
+        with open(file, "rb") as handle:
+            return decode_utf8_text(handle.read(), file).splitlines()
+    try:
         return sys.stdin.read().splitlines()
-    with open(file, encoding="utf-8") as handle:
-        return handle.read().splitlines()
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "
+            "`iconv -f LATIN1 -t UTF-8 input.txt | python scripts/translate.py MODEL`."
+        ) from error
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -92,4 +102,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from hf_vanilla_transformer.errors import run_command
+
+    run_command(main)

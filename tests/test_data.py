@@ -5,13 +5,17 @@ import json
 import logging
 from pathlib import Path
 
+from collections import Counter
+
 import pytest
 from num2words import num2words
 
 from hf_vanilla_transformer.data import (
     TranslationDataArguments,
     load_parallel_text,
+    NUMBER_MAGNITUDES,
     load_translation_datasets,
+    number_magnitude,
     number_words_corpus,
     resolve_parallel_files,
     tokenize_translation_datasets,
@@ -183,23 +187,61 @@ def test_num2words_gives_the_documented_words():
     assert num2words(342, lang="en") == "three hundred and forty-two"
 
 
+UNITS = {num2words(n, lang="en"): n for n in range(100)}
+
+
+def english_number(words: str) -> int:
+    """The number that num2words' English words name ("twenty-four thousand, seven hundred and thirty" -> 24730)."""
+    total = current = 0
+    for word in words.replace(",", "").split():
+        if word in UNITS:
+            current += UNITS[word]
+        elif word == "hundred":
+            current *= 100
+        elif word in ("thousand", "million"):
+            total, current = total + current * (1000 if word == "thousand" else 10**6), 0
+    return total + current
+
+
+def numbers_of(split) -> list[int]:
+    return [english_number(pair["en"]) for pair in split["translation"]]
+
+
 def test_number_words_corpus_is_deterministic_disjoint_and_correct():
-    corpus = number_words_corpus(200, 50, 40, max_number=1000, seed=3)
-    assert {split: len(dataset) for split, dataset in corpus.items()} == {"train": 200, "validation": 50, "test": 40}
-    assert pairs(corpus["train"]) == pairs(number_words_corpus(200, 50, 40, max_number=1000, seed=3)["train"])
-    assert pairs(corpus["train"]) != pairs(number_words_corpus(200, 50, 40, max_number=1000, seed=4)["train"])
-    by_german = {num2words(n, lang="de"): num2words(n, lang="en") for n in range(1000)}
-    seen = [set(pairs(corpus[split])) for split in ("train", "validation", "test")]
-    assert all(by_german[de] == en for split in seen for de, en in split)
-    assert not (seen[0] & seen[1] or seen[0] & seen[2] or seen[1] & seen[2])
-    smaller_train = number_words_corpus(100, 50, 40, max_number=1000, seed=3)
-    assert pairs(smaller_train["test"]) == pairs(corpus["test"])
-    with pytest.raises(ValueError, match="max_number"):
-        number_words_corpus(900, 100, 100, max_number=1000)
+    corpus = number_words_corpus(300, 60, 60, seed=3)
+    assert {split: len(dataset) for split, dataset in corpus.items()} == {"train": 300, "validation": 60, "test": 60}
+    assert pairs(corpus["train"]) == pairs(number_words_corpus(300, 60, 60, seed=3)["train"])
+    assert pairs(corpus["train"]) != pairs(number_words_corpus(300, 60, 60, seed=4)["train"])
+    numbers = {split: numbers_of(corpus[split]) for split in corpus}
+    for split, dataset in corpus.items():
+        for number, pair, magnitude in zip(numbers[split], dataset["translation"], dataset["magnitude"]):
+            assert pair["en"] == num2words(number, lang="en")
+            assert pair["de"] in (num2words(number, lang="de"), num2words(number, lang="de").removeprefix("ein"))
+            assert magnitude == number_magnitude(number)
+    train, validation, test = (set(numbers[split]) for split in ("train", "validation", "test"))
+    assert not (train & validation or train & test or validation & test)
+    assert pairs(number_words_corpus(100, 60, 60, seed=3)["test"]) == pairs(corpus["test"])
+    with pytest.raises(ValueError, match="--number_words_eval_size"):
+        number_words_corpus(100, 200_000, 10)
+
+
+def test_number_words_corpus_covers_every_magnitude_alike():
+    """As many training pairs of each magnitude, small and round numbers included; every magnitude evaluated."""
+    corpus = number_words_corpus(6000, 300, 300)
+    assert Counter(corpus["train"]["magnitude"]) == {magnitude: 1000 for magnitude in NUMBER_MAGNITUDES}
+    for split in ("validation", "test"):
+        counts = Counter(corpus[split]["magnitude"])
+        assert set(counts) == set(NUMBER_MAGNITUDES) and min(counts.values()) >= 10, counts
+    train = numbers_of(corpus["train"])
+    assert len({n for n in train if n < 100}) >= 80 and max(train) <= 10**6
+    german = {pair["de"] for pair in corpus["train"]["translation"]}
+    assert {"eine Million", "zweitausend", "hundert", "tausend", "dreihundert"} <= german
+    assert {number_magnitude(n) for n in (7, 42, 312, 4096, 12345, 654321)} == set(NUMBER_MAGNITUDES) - {"round"}
+    assert {number_magnitude(n) for n in (100, 2000, 25_000, 300_000, 10**6)} == {"round"}
 
 
 def test_tokenize_translation_datasets_makes_labels_and_counts_truncation(caplog):
-    corpus = number_words_corpus(60, 10, 10, max_number=2000)
+    corpus = number_words_corpus(60, 10, 10)
     tokenizer = train_bpe_tokenizer(translation_texts(corpus["train"], "de", "en"), vocab_size=300)
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
         tokenized = tokenize_translation_datasets(

@@ -10,7 +10,12 @@ import pytest
 import sacrebleu
 from transformers import EvalPrediction
 
-from hf_vanilla_transformer.metrics import BLEU_CHRF_METRIC_PATH, compute_translation_metrics, make_compute_metrics
+from hf_vanilla_transformer.metrics import (
+    BLEU_CHRF_METRIC_PATH,
+    compute_translation_metrics,
+    exact_match_by_group,
+    make_compute_metrics,
+)
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,6 +67,18 @@ def test_make_compute_metrics_decodes_generated_ids_and_labels(tokenizer):
     # the start and end tokens are not part of the translation's length
     assert metrics["gen_len"] == pytest.approx(np.mean([len(ids) - 2 for ids in generated]))
     assert all(ids[-1] == tokenizer.eos_token_id for ids in generated)
+
+
+def test_exact_match_overall_and_per_group(tokenizer):
+    groups = {REFERENCES[0]: "short", REFERENCES[1]: "long", REFERENCES[2]: "long"}
+    assert exact_match_by_group(HYPOTHESES, REFERENCES, groups) == {
+        "exact_match": pytest.approx(100 / 3), "exact_match_long": 0.0, "exact_match_short": 100.0}
+    generated = [[tokenizer.bos_token_id] + ids for ids in tokenizer(HYPOTHESES)["input_ids"]]
+    labels = tokenizer(text_target=REFERENCES)["input_ids"]
+    prediction = EvalPrediction(predictions=padded(generated, tokenizer.pad_token_id), label_ids=padded(labels, -100))
+    metrics = make_compute_metrics(tokenizer, groups)(prediction)
+    assert (metrics["exact_match_short"], metrics["exact_match_long"]) == (100.0, 0.0)
+    assert "exact_match" not in make_compute_metrics(tokenizer)(prediction)
 
 
 def test_make_compute_metrics_asks_for_predict_with_generate_on_logits(tokenizer):

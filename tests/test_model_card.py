@@ -126,3 +126,46 @@ def test_update_keeps_a_foreign_card_unless_told_more(tmp_path):
 def test_missing_model(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.json"):
         create_model_card(tmp_path)
+
+
+@pytest.mark.parametrize("data, words", [
+    (dict(dataset_description="local files `data/train.de` and `data/train.en`"), "local files `data/train.de`"),
+    (dict(dataset_name="data/train"), None),  # a local prefix given as a name: a path, not a Hub id
+    (dict(dataset_description="the built-in `number_words` corpus (number words generated with num2words)"),
+     "the built-in `number_words` corpus"),
+    (dict(dataset_name="built-in number_words (num2words)"), "built-in number_words (num2words)"),  # older runs
+])
+def test_data_not_on_the_hub_is_named_in_words_without_link_or_datasets_entry(tmp_path, data, words):
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train").write_text("")  # the prefix exists as a path here
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        card = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS, **data)
+    metadata = card.data.to_dict()
+    assert "datasets" not in metadata
+    assert {r.dataset_type for r in card.data.eval_results} == {"custom"}
+    words = words or "data/train"
+    assert "huggingface.co/datasets" not in card.text and f"[{words}" not in card.text
+    assert f"German → English** on {words}" in card.text and f"Parallel text from {words}" in card.text
+
+
+def test_a_hub_dataset_is_linked_and_listed(model_dir):
+    card = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS, dataset_name="wmt/wmt14",
+                             dataset_config="de-en")
+    assert card.data.to_dict()["datasets"] == ["wmt/wmt14"]
+    assert {r.dataset_type for r in card.data.eval_results} == {"wmt/wmt14"}
+    assert "on [wmt/wmt14](https://huggingface.co/datasets/wmt/wmt14) (de-en)" in card.text
+
+
+def test_the_training_script_describes_its_data(tmp_path):
+    from hf_vanilla_transformer.training import data_source_description, parse_arguments
+
+    _, builtin, _ = parse_arguments(["--output_dir", str(tmp_path)])
+    assert "built-in `number_words` corpus" in data_source_description(builtin)
+    _, prefix, _ = parse_arguments(["--output_dir", str(tmp_path), "--train_prefix", "data/train", "--source_lang",
+                                    "de", "--target_lang", "en"])
+    assert data_source_description(prefix) == "local files `data/train.de` and `data/train.en`"
+    _, hub, _ = parse_arguments(["--output_dir", str(tmp_path), "--dataset_name", "wmt/wmt14", "--source_lang", "de",
+                                 "--target_lang", "en"])
+    assert data_source_description(hub) is None

@@ -76,3 +76,38 @@ def test_special_token_ids_explain_missing_tokens(tokenizer):
     broken.pad_token = None
     with pytest.raises(ValueError, match="pad_token_id"):
         special_token_ids(broken)
+
+
+LOAD_WITHOUT_THE_PACKAGE = """
+import json, sys
+sys.modules["hf_vanilla_transformer"] = None  # this environment cannot import the package
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+folder = sys.argv[1]
+loaded = [AutoTokenizer.from_pretrained(folder, trust_remote_code=True),
+          PreTrainedTokenizerFast.from_pretrained(folder)]
+print(json.dumps([tokenizer("zweiundvierzig").input_ids for tokenizer in loaded]))
+"""
+
+
+def test_a_saved_model_folder_loads_its_tokenizer_without_the_package_prompt_or_warning(tmp_path):
+    """As the README's no-package snippet: no "Do you wish to run the custom code? [y/N]" (stdin is closed, so a
+    prompt would also end in a fallback and a warning) and nothing at all on stderr."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from tiny_translation_model import make_tiny_model_dir
+
+    folder = make_tiny_model_dir(tmp_path / "model")
+    expected = AutoTokenizer.from_pretrained(folder)("zweiundvierzig").input_ids
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update(HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.run([sys.executable, "-c", LOAD_WITHOUT_THE_PACKAGE, str(folder)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "custom code" not in proc.stdout + proc.stderr and proc.stderr == ""
+    assert json.loads(proc.stdout) == [expected, expected]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert 'tokenizer = AutoTokenizer.from_pretrained("runs/numbers", trust_remote_code=True)' in readme

@@ -255,15 +255,48 @@ def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path):
     assert AutoModelForSeq2SeqLM.from_pretrained(tmp_path).config.vocab_size == len(given)
 
 
+# Every German example in README.md with the English it must print after the main job.
+README_EXAMPLES = {
+    "zweiundvierzig": "forty-two",
+    "dreihundertzwölf": "three hundred and twelve",
+    "dreiundzwanzig": "twenty-three",
+    "neunzehntausendzweihundertsiebzehn": "nineteen thousand, two hundred and seventeen",
+    "sieben": "seven",
+    "einhundertfünf": "one hundred and five",
+    "zweitausend": "two thousand",
+    "dreihundertzweiundvierzig": "three hundred and forty-two",
+}
+
+
 @pytest.mark.skipif(not os.environ.get("RUN_MAIN_JOB"), reason="set RUN_MAIN_JOB=1: the README's main job, ~2-8 min")
-def test_readme_main_job_reaches_bleu_80_within_10_minutes(tmp_path):
-    """`python scripts/train_translation.py --output_dir DIR`, exactly as the README gives it."""
+def test_readme_main_job_reaches_bleu_80_within_10_minutes_and_translates_the_readme_examples(tmp_path):
+    """`python scripts/train_translation.py --output_dir DIR`, exactly as the README gives it; then every README
+    example through the snippet's generate(), the pipeline and translate.py."""
     import time
 
+    from hf_vanilla_transformer.pipeline_translation import TASK
+    from transformers import pipeline
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for german, english in README_EXAMPLES.items():
+        assert german in readme, german
     start = time.monotonic()
     result = subprocess.run([sys.executable, SCRIPT, "--output_dir", str(tmp_path)], capture_output=True, text=True,
                             cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert time.monotonic() - start < 600
-    assert json.loads((tmp_path / "all_results.json").read_text())["eval_bleu"] >= 80
-    assert "Sample translations (de -> en)" in result.stdout
+    results = json.loads((tmp_path / "all_results.json").read_text())
+    assert results["eval_bleu"] >= 80
+    assert {f"eval_exact_match_{m}" for m in ("digits_1_2", "digits_3", "digits_6", "round")} <= results.keys()
+    assert "Sample translations (de -> en)" in result.stdout and "Exact match, validation (%)" in result.stdout
+
+    sources, expected = list(README_EXAMPLES), list(README_EXAMPLES.values())
+    model = AutoModelForSeq2SeqLM.from_pretrained(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    batch = tokenizer(sources, return_tensors="pt", padding=True)
+    assert tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True) == expected
+    translator = pipeline(TASK, model=str(tmp_path))
+    assert [row["translation_text"] for row in translator(sources, batch_size=32)] == expected
+    script = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), str(tmp_path), "-q"],
+                            input="\n".join(sources) + "\n", capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert script.stdout.splitlines() == expected, script.stderr

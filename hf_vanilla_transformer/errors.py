@@ -1,0 +1,46 @@
+"""Errors in what a user gave (a file, a flag, a folder), and how the scripts report them: one message and exit
+status 2, as argparse does for a bad flag, instead of a traceback. Any other exception is a bug and keeps its
+traceback.
+
+    from hf_vanilla_transformer.errors import run_command
+    if __name__ == "__main__":
+        run_command(main)
+
+`HF_VANILLA_TRANSFORMER_DEBUG=1` shows the traceback of user errors too.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DEBUG_VARIABLE = "HF_VANILLA_TRANSFORMER_DEBUG"
+USAGE_ERROR_STATUS = 2
+
+
+class InputError(ValueError):
+    """Bad input: an empty, damaged or non-UTF-8 file, an unknown flag, a value out of range, a folder without a
+    model. The message says what is wrong and what to do. A ValueError, so that callers catching ValueError still
+    catch it."""
+
+
+class MissingFileError(FileNotFoundError):
+    """A file or folder the user named is not there (or not what it should be); a FileNotFoundError."""
+
+
+USER_ERRORS = (InputError, MissingFileError)
+
+
+def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
+    """Call `main()`; on a user error print `<name>: error: <message>` to stderr and exit with status 2, unless
+    the environment variable HF_VANILLA_TRANSFORMER_DEBUG is set (then the traceback shows)."""
+    try:
+        return main()
+    except USER_ERRORS as error:
+        if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+            raise
+        print(f"{name or Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        sys.exit(USAGE_ERROR_STATUS)

@@ -1,0 +1,159 @@
+"""The scripts turn expected user errors into one message naming the file or flag, exit status 2 and no traceback;
+HF_VANILLA_TRANSFORMER_DEBUG=1 shows the traceback; real bugs keep theirs."""
+
+import gzip
+import json
+import os
+import runpy
+import subprocess
+import sys
+
+import pytest
+
+from hf_vanilla_transformer.errors import InputError, run_command
+from tiny_translation_model import make_tiny_model_dir
+
+from conftest import REPO
+
+SCRIPTS = REPO / "scripts"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    return make_tiny_model_dir(tmp_path_factory.mktemp("errors") / "model")
+
+
+def run_script(name, *args, monkeypatch, capsys):
+    """Run scripts/<name>.py as `python scripts/<name>.py args` would, in this process; return (status, stderr)."""
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS / f"{name}.py"), *map(str, args)])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(SCRIPTS / f"{name}.py"), run_name="__main__")
+    return exit_info.value.code, capsys.readouterr().err
+
+
+def write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+def empty_prefix(tmp):
+    write(tmp / "empty.de", b"")
+    write(tmp / "empty.en", b"")
+    return ["--train_prefix", tmp / "empty"], ["empty.de", "empty.en", "no sentence pairs"]
+
+
+def truncated_gzip(tmp):
+    write(tmp / "cut.de.gz", gzip.compress("eins\nzwei\n".encode() * 200)[:-30])
+    write(tmp / "cut.en", b"one\ntwo\n" * 200)
+    return ["--train_prefix", tmp / "cut"], ["cut.de.gz", "not a complete gzip file"]
+
+
+def misspelt_flag(tmp):
+    return ["--lerning_rate", "3e-4"], ["--lerning_rate", "did you mean --learning_rate"]
+
+
+def negative_warmup(tmp):
+    return ["--warmup_steps", "-5"], ["warmup_steps", "-5", ">= 0"]
+
+
+def missing_prefix(tmp):
+    return ["--train_prefix", "/nonexistent/x"], ["/nonexistent/x.de", "/nonexistent/x.de.gz"]
+
+
+def json_without_target(tmp):
+    rows = [{"translation": {"de": "eins"}}, {"translation": {"de": "zwei"}}]
+    write(tmp / "train.jsonl", "".join(json.dumps(row) + "\n" for row in rows).encode())
+    return ["--train_file", tmp / "train.jsonl"], ["'translation' column", "'en'"]
+
+
+def resume_without_checkpoint(tmp):
+    return ["--resume_from_checkpoint", "true"], ["has no complete checkpoint"]
+
+
+def model_folder_without_model(tmp):
+    (tmp / "nothing").mkdir()
+    return ["--model_name_or_path", tmp / "nothing"], ["nothing", "no config.json"]
+
+
+@pytest.mark.parametrize("make_case", [
+    empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
+    resume_without_checkpoint, model_folder_without_model,
+])
+def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
+    args, expected = make_case(tmp_path)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "out", "--source_lang", "de",
+                             "--target_lang", "en", *args, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    message = err.strip().splitlines()[-1]  # after the progress bars, if any
+    assert message.startswith("train_translation.py: error: ")
+    for text in expected:
+        assert text in message, (text, err)
+
+
+def test_translate_names_the_line_that_is_not_utf8(model_dir, tmp_path, monkeypatch, capsys):
+    source = write(tmp_path / "latin1.de", "zwei\nfünf\n".encode("latin-1"))
+    status, err = run_script("translate", model_dir, source, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert f"{source}: line 2 is not valid UTF-8" in err and "iconv" in err
+
+
+def test_export_ctranslate2_refuses_a_folder_without_a_model(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("ctranslate2")
+    (tmp_path / "empty").mkdir()
+    status, err = run_script("export_ctranslate2", tmp_path / "empty", tmp_path / "out",
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert f"{tmp_path / 'empty'}" in err and "config.json" in err
+
+
+@pytest.mark.parametrize("name, make_args, expected", [
+    ("average_checkpoints", lambda d, t: [t, "--output_dir", t / "avg"], "0 checkpoints, fewer than --last 5"),
+    ("average_checkpoints", lambda d, t: [t / "missing", "--output_dir", t / "avg"], "No run folder at"),
+    ("average_checkpoints", lambda d, t: [t, "--last", "0", "--output_dir", t / "avg"], "--last must be at least 1"),
+    ("push_to_hub", lambda d, t: [t, "user/repo"], "is not a saved translation model"),
+    ("plot_attention", lambda d, t: [t, "zwei"], "not a saved model"),
+    ("plot_attention", lambda d, t: [d, "zwei", "--layers", "9"], "Choose layers from 1 to 2"),
+    ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
+    ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
+    ("export_ctranslate2", lambda d, t: ["runs/missing", t / "out"], "No model folder at runs/missing"),
+    ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
+    ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),
+])
+def test_other_scripts_user_errors(name, make_args, expected, model_dir, tmp_path, monkeypatch, capsys):
+    status, err = run_script(name, *make_args(model_dir, tmp_path), monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert expected in err, err
+
+
+def test_a_real_subprocess_shows_one_line(tmp_path):
+    command = [sys.executable, str(SCRIPTS / "train_translation.py"), "--output_dir", str(tmp_path), "--lerning_rate",
+               "1"]
+    env = {key: value for key, value in os.environ.items() if key != "HF_VANILLA_TRANSFORMER_DEBUG"}
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "train_translation.py: error: Unknown arguments: --lerning_rate (did you mean --learning_rate?). `python "
+        "scripts/train_translation.py --help` lists every flag."
+    ]
+
+
+def test_debug_variable_shows_the_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_VANILLA_TRANSFORMER_DEBUG", "1")
+    monkeypatch.setattr(sys, "argv", ["train_translation.py", "--output_dir", str(tmp_path), "--lerning_rate", "1"])
+    with pytest.raises(InputError, match="--lerning_rate"):
+        runpy.run_path(str(SCRIPTS / "train_translation.py"), run_name="__main__")
+
+
+def test_bugs_keep_their_traceback():
+    def buggy():
+        return [][1]
+
+    with pytest.raises(IndexError):
+        run_command(buggy)
+
+    def user_error():
+        raise InputError("the file x is empty")
+
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(user_error, name="tool")
+    assert exit_info.value.code == 2

@@ -6,10 +6,12 @@ that repacking the weight into the layout its kernel reads. `PrepackedLinear` pa
 until the weight changes, with the GEMM library that measured fastest on the CPU at hand (`FP32_GEMM`):
 
 - "mkl": MKL's packed sgemm on Intel CPUs, where it measured fastest (the op Inductor uses for frozen fp32 weights).
-  MKL takes generic code paths on other vendors' CPUs, and its packing is for one row count.
+  Its packing is for one row count, so it serves decoding steps (one new position per sequence) only; results are
+  the plain path's. MKL takes generic code paths on other vendors' CPUs, where it gained nothing.
 - "onednn": oneDNN's packed weights (as Inductor packs bf16/fp16 weights) on other x86 CPUs: oneDNN picks its
-  kernels by instruction set, not vendor. Results equal the plain path's within float rounding (another library
-  sums in another order), about 1e-6 relative.
+  kernels by instruction set, not vendor. One packing serves every row count, so it also serves the encoder and
+  the cross-attention keys/values (faster at every size measured). Results equal the plain path's within float
+  rounding (another library sums in another order), about 1e-6 relative.
 - None: elsewhere (ARM, no MKL/oneDNN in this torch): `nn.Linear` as usual.
 
 `quantize_int8(model)` switches the layers to dynamic int8 quantization instead (PyTorch's fbgemm kernels, as
@@ -94,10 +96,14 @@ FP32_GEMM = choose_fp32_gemm()
 INT8_AVAILABLE = bool({"fbgemm", "x86"} & set(torch.backends.quantized.supported_engines))
 
 
+def is_decoding_step(hidden_states: torch.Tensor) -> bool:
+    """One new position per sequence: (batch, 1, features)."""
+    return hidden_states.dim() == 3 and hidden_states.shape[1] == 1
+
+
 class PrepackedLinear(nn.Linear):
     """`nn.Linear` that, in inference on the CPU (eval, fp32, no grad), multiplies by a packed copy of its weight:
-    `FP32_GEMM`'s in decoding steps (one new position per sequence), or int8 weights for every input once
-    `quantize_int8` has switched it. The copy is made on first use and kept until the weight changes, the module
+    `FP32_GEMM`'s (MKL's in decoding steps only), or int8 weights once `quantize_int8` has switched it. The copy is made on first use and kept until the weight changes, the module
     is moved, or `train()`/`eval()` is called; the weight itself stays an fp32 Parameter (saving, tied weights and
     training are unchanged). Inductor packs weights itself under `torch.compile`, so compiled code takes the plain
     path.
@@ -126,8 +132,9 @@ class PrepackedLinear(nn.Linear):
             return None
         if self.int8:
             return INT8
-        decoding_step = hidden_states.dim() == 3 and hidden_states.shape[1] == 1
-        return FP32_GEMM if decoding_step else None
+        if FP32_GEMM is None or (FP32_GEMM.per_row_count and not is_decoding_step(hidden_states)):
+            return None
+        return FP32_GEMM
 
     def _packed_weight(self, gemm: PackedGemm, rows: int):
         tensors = (self.weight,) if self.bias is None else (self.weight, self.bias)

@@ -12,6 +12,7 @@ from .conversion import from_marian
 from .export import export_ctranslate2
 from .hub import push_model_dir
 from .model_card import save_model_card
+from .packed_linear import quantize_int8
 from .modeling_vanilla_transformer import (
     VanillaTransformerForConditionalGeneration,
     VanillaTransformerModel,
@@ -38,6 +39,7 @@ __all__ = [
     "export_ctranslate2",
     "from_marian",
     "push_model_dir",
+    "quantize_int8",
     "save_model_card",
     "save_translation_pipeline",
     "translate_sentences",

@@ -33,6 +33,7 @@ from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .packed_linear import PrepackedLinear
 
 
 def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
@@ -116,56 +117,6 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         return sinusoidal_encoding(positions, self.d_model).to(self.table.dtype)
 
 
-MKL_PACKED_GEMM = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
-
-
-class PrepackedLinear(nn.Linear):
-    """`nn.Linear` that reuses an MKL-packed copy of its weight in decoding steps on the CPU (eval, fp32, no grad).
-
-    A decoding step multiplies a few rows (batch x beams) by each weight matrix, and MKL's sgemm spends most of such
-    a call repacking the weight (profiled: with the weight packed once, a 16-row multiply is 2-3x faster). So, for
-    inputs of one new position per sequence, the weight is packed once per row count and kept until it changes, the
-    module is moved, or `train()`/`eval()` is called; everything else is `nn.Linear`. Inductor packs weights the
-    same way under `torch.compile` with freezing, so compiled code takes the plain path.
-    """
-
-    _packed: tuple | None = None  # (rows, weight data_ptr, weight version, packed weight)
-
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        packed = self._packed_weight(hidden_states)
-        if packed is None:
-            return super().forward(hidden_states)
-        return torch.ops.mkl._mkl_linear(hidden_states, packed, self.weight, self.bias, hidden_states.shape[0])
-
-    def _packed_weight(self, hidden_states: torch.Tensor) -> torch.Tensor | None:
-        decoding_step = hidden_states.dim() == 3 and hidden_states.shape[1] == 1
-        if not (
-            MKL_PACKED_GEMM
-            and decoding_step
-            and not (self.training or torch.is_grad_enabled() or is_torchdynamo_compiling())
-            and hidden_states.device.type == "cpu"
-            and hidden_states.dtype == self.weight.dtype == torch.float32
-            and type(self.weight.data) is torch.Tensor  # not a quantized or otherwise wrapped weight
-            and not self.weight.is_inference()  # made under inference_mode: no version counter to see changes by
-        ):
-            return None
-        key = (hidden_states.shape[0], self.weight.data_ptr(), self.weight._version)
-        if self._packed is None or self._packed[:3] != key:
-            self._packed = (*key, torch.ops.mkl._mkl_reorder_linear_weight(self.weight, key[0]))
-        return self._packed[3]
-
-    def train(self, mode: bool = True):
-        self._packed = None  # releases the packed copy
-        return super().train(mode)
-
-    def _apply(self, fn, recurse=True):
-        self._packed = None
-        return super()._apply(fn, recurse)
-
-    def __getstate__(self):  # copy.deepcopy and pickle: the packed copy is an opaque MKL buffer, rebuilt on use
-        return {**super().__getstate__(), "_packed": None}
-
-
 def eager_attention_forward(
     module: nn.Module,
     query: torch.Tensor,
@@ -206,13 +157,12 @@ class VanillaTransformerAttention(nn.Module):
         self.is_cross_attention = is_cross_attention
         self.layer_idx = layer_idx
         d_model = config.d_model
-        linear = PrepackedLinear if is_causal or is_cross_attention else nn.Linear  # decoder attention
         if is_cross_attention:
-            self.q_proj = linear(d_model, d_model)
-            self.kv_proj = nn.Linear(d_model, 2 * d_model)  # runs once per generate() call, on the memory
+            self.q_proj = PrepackedLinear(d_model, d_model)
+            self.kv_proj = PrepackedLinear(d_model, 2 * d_model)
         else:
-            self.qkv_proj = linear(d_model, 3 * d_model)
-        self.out_proj = linear(d_model, d_model)
+            self.qkv_proj = PrepackedLinear(d_model, 3 * d_model)
+        self.out_proj = PrepackedLinear(d_model, d_model)
 
     def _split_heads(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
         """(batch, length, parts * d_model) -> `parts` tensors of shape (batch, heads, length, head_dim)."""
@@ -265,12 +215,12 @@ class VanillaTransformerAttention(nn.Module):
 class VanillaTransformerFeedForward(nn.Module):
     """Position-wise feed-forward network [3.3]: FFN(x) = max(0, x W1 + b1) W2 + b2."""
 
-    def __init__(self, config: VanillaTransformerConfig, ffn_dim: int, linear: type[nn.Linear] = nn.Linear):
+    def __init__(self, config: VanillaTransformerConfig, ffn_dim: int):
         super().__init__()
-        self.fc1 = linear(config.d_model, ffn_dim)
+        self.fc1 = PrepackedLinear(config.d_model, ffn_dim)
         self.activation = ACT2FN[config.activation_function]
         self.activation_dropout = config.activation_dropout
-        self.fc2 = linear(ffn_dim, config.d_model)
+        self.fc2 = PrepackedLinear(ffn_dim, config.d_model)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         hidden_states = self.activation(self.fc1(hidden_states))
@@ -321,7 +271,7 @@ class VanillaTransformerDecoderLayer(VanillaTransformerResidualLayer):
         self.self_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
         self.encoder_attn = VanillaTransformerAttention(config, heads, is_cross_attention=True, layer_idx=layer_idx)
         self.encoder_attn_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.ffn = VanillaTransformerFeedForward(config, config.decoder_ffn_dim, linear=PrepackedLinear)
+        self.ffn = VanillaTransformerFeedForward(config, config.decoder_ffn_dim)
         self.final_layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
 
     def forward(

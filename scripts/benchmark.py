@@ -23,6 +23,8 @@ is the median of the per-round ratios. Figures, by default fp32 on the CPU with 
       (weights, gradients, optimizer state and activations; each model in a fresh subprocess, peak reset through
       /proc/self/clear_refs), and the absolute peak; on an accelerator, memory allocated by tensors instead
       (torch.cuda.max_memory_allocated and its kin, reset per model);
+  ours int8 (CPU, fp32 only): greedy and beam 4 of our model after quantize_int8 (dynamic int8 quantization of
+      the linear layers, PyTorch's fbgemm kernels), same sources and lengths;
   CTranslate2 (CPU, fp32 only): our model exported with export_ctranslate2, fp32 and int8 weights, greedy and
       beam 4, same sources and lengths, --threads intra-op threads.
 """
@@ -30,6 +32,7 @@ is the median of the per-round ratios. Figures, by default fp32 on the CPU with 
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import gc
 import json
@@ -87,7 +90,7 @@ def parse_arguments(argv=None):
                           "of known GPUs for bf16/fp16; none for the CPU)")
     run.add_argument("--threads", type=int, default=None, help="torch and CTranslate2 threads (default: all cores)")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--skip", nargs="*", default=[], choices=["train", "greedy", "beam", "memory", "ctranslate2"],
+    run.add_argument("--skip", nargs="*", default=[], choices=["train", "greedy", "beam", "memory", "int8", "ctranslate2"],
                      help="figures to leave out")
     run.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     run.add_argument("--memory_worker", choices=["ours", "marian"], help=argparse.SUPPRESS)
@@ -348,7 +351,7 @@ def run_training(args, ours, marian):
     return figure(args.batch_size * args.seq_len * args.train_steps, times)
 
 
-def generation_runners(args, ours, marian, num_beams, translators):
+def generation_runners(args, ours, marian, num_beams, translators, ours_int8=None):
     """Runners for each engine, and whether each one's warm-up translations equal ours (the same work)."""
     input_ids, attention_mask = generation_batch(args, torch.Generator().manual_seed(args.seed + 1))
     options = {
@@ -368,6 +371,8 @@ def generation_runners(args, ours, marian, num_beams, translators):
         return model.generate(input_ids, **options)[:, 1:].tolist()  # without the start token
 
     runners = {"ours": lambda: generate(ours), "marian": lambda: generate(marian)}
+    if ours_int8 is not None:
+        runners["ours_int8"] = lambda: generate(ours_int8)
     if translators:
         source = [[str(i) for i in row] for row in input_ids.tolist()]
         ct2_options = {
@@ -427,6 +432,8 @@ def machine_description(args) -> dict:
         pass
     import transformers
 
+    from hf_vanilla_transformer.packed_linear import FP32_GEMM
+
     description = {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -436,6 +443,7 @@ def machine_description(args) -> dict:
         "transformers": transformers.__version__,
         "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "device": device_name(torch.device(args.device)),
+        "fp32_packed_gemm": FP32_GEMM.name if FP32_GEMM is not None else "none",
     }
     try:
         import ctranslate2
@@ -548,13 +556,14 @@ def format_table(results: dict) -> str:
             entry = results[key]
             rows.append((label, number(entry["ours"], 0), number(entry["marian"], 0), f"{entry['ours_ratio']:.2f}x"))
     lines = [_markdown(rows)]
-    engines = [name for name in ("ctranslate2_fp32", "ctranslate2_int8")
+    engines = [name for name in ("ours_int8", "ctranslate2_fp32", "ctranslate2_int8")
                if any(name in results.get(key, {}) for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"))]
     if engines:
         rows = [("inference, sentences/s", "greedy", "greedy / ours", "beam-4", "beam-4 / ours",
                  "same translations as ours (greedy, beam-4)")]
         for name in ["ours", "marian", *engines]:
-            cells = [{"ours": "ours (PyTorch)", "marian": "Marian (PyTorch)"}.get(name, name.replace("_", " "))]
+            names = {"ours": "ours (PyTorch)", "marian": "Marian (PyTorch)", "ours_int8": "ours int8 (PyTorch)"}
+            cells = [names.get(name, name.replace("_", " "))]
             same = []
             for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"):
                 entry = results.get(key, {})
@@ -605,8 +614,8 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    if (device.type, args.dtype) != ("cpu", "float32") and "ctranslate2" not in args.skip:
-        args.skip = [*args.skip, "ctranslate2"]  # CTranslate2's figures are the CPU's, in fp32
+    if (device.type, args.dtype) != ("cpu", "float32"):  # the int8 and CTranslate2 figures are the CPU's, from fp32
+        args.skip = [*args.skip, *({"int8", "ctranslate2"} - set(args.skip))]
     settings = {name: value for name, value in vars(args).items() if name != "memory_worker"}
     results = {"machine": machine_description(args), "settings": settings}
     started = time.perf_counter()
@@ -617,6 +626,11 @@ def main(argv=None):
 
     ours.eval()
     marian.eval()
+    ours_int8 = None
+    if "int8" not in args.skip:
+        from hf_vanilla_transformer.packed_linear import quantize_int8
+
+        ours_int8 = quantize_int8(copy.deepcopy(ours))
     with tempfile.TemporaryDirectory() as directory:  # generation first, while both models hold the same weights
         translators = {}
         if "ctranslate2" not in args.skip:
@@ -628,10 +642,10 @@ def main(argv=None):
             if skip in args.skip:
                 continue
             log(f"generation, {num_beams} beam(s)")
-            runners, same = generation_runners(args, ours, marian, num_beams, translators)
+            runners, same = generation_runners(args, ours, marian, num_beams, translators, ours_int8)
             results[key] = figure(args.gen_sentences, alternate(args.repeats, runners, device))
             results[key]["same_translations_as_ours"] = same
-        del translators
+        del translators, ours_int8
     if "train" not in args.skip:  # the models' weights part here: their dropout masks differ
         log("training")
         results["train_tokens_per_s"] = run_training(args, ours, marian)
@@ -650,7 +664,8 @@ def main(argv=None):
     log("done")
 
     machine = results["machine"]
-    print(f"{machine['cpu']}, {machine['cores']} cores, {machine['threads']} threads, torch {machine['torch']}, "
+    print(f"{machine['cpu']} (decoding steps: packed fp32 GEMM {machine['fp32_packed_gemm']}), {machine['cores']} "
+          f"cores, {machine['threads']} threads, torch {machine['torch']}, "
           f"transformers {machine['transformers']}, ctranslate2 {machine.get('ctranslate2', '-')}; load average "
           f"{machine['load_average_at_start']:.1f} at start, {machine['load_average_at_end']:.1f} at end")
     print(f"vocab {args.vocab_size}, d_model {args.d_model}, {args.layers}+{args.layers} layers, {args.heads} heads, "

@@ -64,6 +64,14 @@ def test_ctranslate2_figures(tiny_run):
         assert written[key]["same_translations_as_ours"]["ctranslate2_fp32"]
 
 
+def test_int8_figures_next_to_ctranslate2(benchmark, tiny_run):
+    results, written = tiny_run
+    for key in ("greedy_sentences_per_s", "beam4_sentences_per_s"):
+        assert written[key]["ours_int8"] > 0 and written[key]["ours_int8_vs_ours"] > 0
+    assert "ours int8 (PyTorch)" in benchmark.format_table(results)
+    assert written["machine"]["fp32_packed_gemm"] in ("mkl", "onednn", "none")
+
+
 def test_printed_table(benchmark, tiny_run):
     results, _ = tiny_run
     table = benchmark.format_table(results)
@@ -109,6 +117,7 @@ def test_bfloat16_on_the_cpu(benchmark, tmp_path, capsys):
     for key in ("train_tokens_per_s", "greedy_sentences_per_s", "beam4_sentences_per_s"):
         assert written[key]["ours"] > 0 and written[key]["marian"] > 0, key
     assert "ctranslate2_fp32" not in written["greedy_sentences_per_s"]  # CTranslate2 figures: fp32 only
+    assert "ours_int8" not in written["greedy_sentences_per_s"]  # int8 figures: from fp32 only
     assert written["settings"]["dtype"] == "bfloat16"
     assert "; bf16 (the models themselves: weights, gradients, AdamW state; no autocast" in capsys.readouterr().out
 

@@ -1,7 +1,9 @@
-"""The CPU decoding fast paths (issue 4): MKL-prepacked weights in decoding steps, and beam search that leaves the
-cross-attention cache as it is. Each must give what the plain path gives; the speed is scripts/benchmark.py's."""
+"""The CPU decoding fast paths: packed weights in decoding steps (MKL's on Intel, oneDNN's on other x86 CPUs), int8
+weights after quantize_int8, and beam search that leaves the cross-attention cache as it is. Each must give what the
+plain path gives; the speed is scripts/benchmark.py's."""
 
 import copy
+import dataclasses
 import io
 
 import pytest
@@ -12,10 +14,16 @@ from transformers import GenerationMixin
 from transformers.cache_utils import DynamicCache
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
-from hf_vanilla_transformer import modeling_vanilla_transformer as modeling
-from hf_vanilla_transformer.modeling_vanilla_transformer import PrepackedLinear
+from hf_vanilla_transformer import packed_linear
+from hf_vanilla_transformer.packed_linear import MKL, ONEDNN, PrepackedLinear, choose_fp32_gemm, quantize_int8
 
-needs_mkl = pytest.mark.skipif(not modeling.MKL_PACKED_GEMM, reason="this torch has no MKL packed GEMM")
+HAS_MKL = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
+HAS_ONEDNN = torch.backends.mkldnn.is_available()
+GEMMS = [
+    pytest.param(MKL, marks=pytest.mark.skipif(not HAS_MKL, reason="this torch has no MKL packed GEMM"), id="mkl"),
+    pytest.param(ONEDNN, marks=pytest.mark.skipif(not HAS_ONEDNN, reason="this torch has no oneDNN"), id="onednn"),
+]
+needs_int8 = pytest.mark.skipif(not packed_linear.INT8_AVAILABLE, reason="no fbgemm int8 kernels here")
 
 
 def tiny_model(seed=0):
@@ -25,6 +33,10 @@ def tiny_model(seed=0):
 
 def prepackable(model):
     return {name: module for name, module in model.named_modules() if isinstance(module, PrepackedLinear)}
+
+
+def packed(model):
+    return {name for name, module in prepackable(model).items() if module._packed is not None}
 
 
 def generate(model, batch, num_beams, **options):
@@ -40,78 +52,121 @@ def generate(model, batch, num_beams, **options):
     )
 
 
-def test_the_decoder_projections_and_the_output_projection_are_prepackable():
+def counting(gemm, packings):
+    """`gemm` that records each packing."""
+    return dataclasses.replace(gemm, pack=lambda *args: packings.append(args) or gemm.pack(*args))
+
+
+DECODING_STEP_LAYERS = {
+    f"model.decoder.layers.{i}.{name}"
+    for i in range(2)
+    for name in ("self_attn.qkv_proj", "self_attn.out_proj", "encoder_attn.q_proj", "encoder_attn.out_proj",
+                 "ffn.fc1", "ffn.fc2")
+} | {"lm_head"}
+
+
+def test_every_linear_layer_is_prepackable():
     model = tiny_model()
-    names = set(prepackable(model))
-    for i in range(2):
-        layer = f"model.decoder.layers.{i}"
-        assert {
-            f"{layer}.self_attn.qkv_proj",
-            f"{layer}.self_attn.out_proj",
-            f"{layer}.encoder_attn.q_proj",
-            f"{layer}.encoder_attn.out_proj",
-            f"{layer}.ffn.fc1",
-            f"{layer}.ffn.fc2",
-        } <= names
-    assert "lm_head" in names
-    # the encoder runs once per call on whole sentences, and so do the cross-attention K/V: nothing to reuse
-    assert not any(name.startswith("model.encoder") or name.endswith(".kv_proj") for name in names)
-    assert len(names) == 2 * 6 + 1
+    linears = {name for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)}
+    assert set(prepackable(model)) == linears
+    assert len(linears) == 2 * 4 + 2 * 7 + 1  # encoder layers, decoder layers (with cross K/V), output projection
 
 
-@needs_mkl
+@pytest.mark.parametrize(
+    "machine, vendor, expected",
+    [
+        ("x86_64", "GenuineIntel", MKL if HAS_MKL else ONEDNN),  # measured fastest on Intel: MKL's packing
+        ("x86_64", "AuthenticAMD", ONEDNN),  # MKL takes generic code paths on AMD: oneDNN's
+        ("AMD64", "Intel64 Family 6 Model 85 Stepping 7, GenuineIntel", MKL if HAS_MKL else ONEDNN),  # Windows
+        ("x86_64", "HygonGenuine", ONEDNN),
+        ("aarch64", "", None),  # neither measured there: the plain path
+        ("arm64", "", None),
+    ],
+)
+def test_the_packed_gemm_is_chosen_by_the_cpu(machine, vendor, expected):
+    if expected is ONEDNN and not HAS_ONEDNN:
+        expected = None
+    assert choose_fp32_gemm(machine, vendor) is expected
+
+
+def test_without_onednn_other_vendors_take_the_plain_path(monkeypatch):
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    assert choose_fp32_gemm("x86_64", "AuthenticAMD") is None
+
+
+def test_without_a_packed_gemm_nothing_is_packed(batch, monkeypatch):
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
+    model = tiny_model()
+    generate(model, batch, 2)
+    assert not packed(model)
+
+
+@pytest.mark.parametrize("gemm", GEMMS)
 @pytest.mark.parametrize("num_beams", [1, 3])
-def test_generate_packs_each_weight_once_and_matches_the_plain_path(batch, num_beams, monkeypatch):
+def test_generate_packs_each_weight_once_and_matches_the_plain_path(batch, num_beams, gemm, monkeypatch):
     model = tiny_model()
-    monkeypatch.setattr(modeling, "MKL_PACKED_GEMM", False)
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
     plain = generate(model, batch, num_beams)
-    assert all(module._packed is None for module in prepackable(model).values())
+    assert not packed(model)
 
-    monkeypatch.setattr(modeling, "MKL_PACKED_GEMM", True)
     packings = []
-    reorder = torch.ops.mkl._mkl_reorder_linear_weight
-    monkeypatch.setattr(torch.ops.mkl, "_mkl_reorder_linear_weight", lambda *a: packings.append(a) or reorder(*a))
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", counting(gemm, packings))
     fast = generate(model, batch, num_beams)
 
+    # MKL's packed sgemm gives the plain path's results; oneDNN sums in another order: equal to float rounding
     assert torch.equal(fast.sequences, plain.sequences)
     for fast_scores, plain_scores in zip(fast.scores, plain.scores, strict=True):
         torch.testing.assert_close(fast_scores, plain_scores, rtol=1e-5, atol=1e-5)
-    rows = batch["input_ids"].shape[0] * num_beams
-    assert len(packings) == len(prepackable(model))  # once per weight, not once per step
-    assert all(module._packed[0] == rows for module in prepackable(model).values())
+    # MKL packs for decoding steps only (for a row count); oneDNN's packing serves whole sequences too
+    expected = DECODING_STEP_LAYERS if gemm.per_row_count else set(prepackable(model))
+    assert packed(model) == expected
+    assert len(packings) == len(expected)  # once per weight, not once per step
+    if gemm.per_row_count:
+        rows = batch["input_ids"].shape[0] * num_beams
+        assert all(rows_packed == rows for _, _, rows_packed in packings)
 
     generate(model, batch, num_beams)  # the next call with as many rows reuses them
-    assert len(packings) == len(prepackable(model))
+    assert len(packings) == len(expected)
 
 
-@needs_mkl
-def test_a_packed_weight_follows_the_weight_and_the_row_count():
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_a_packed_weight_follows_the_weight_and_the_row_count(gemm, monkeypatch):
+    packings = []
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", counting(gemm, packings))
     torch.manual_seed(0)
     linear = PrepackedLinear(16, 24).eval()
     with torch.no_grad():
         for rows in (3, 5, 3):
             x = torch.randn(rows, 1, 16)
             torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
-            assert linear._packed[0] == rows
+        assert len(packings) == (3 if gemm.per_row_count else 1)  # MKL packs for a row count, oneDNN for any
         linear.weight.mul_(-2.0)  # an in-place change (an optimizer step, load_state_dict) is seen
+        torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
+        linear.bias.add_(1.0)
         torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
         linear.weight = torch.nn.Parameter(torch.randn(24, 16))  # so is a new tensor
         torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
 
 
-@needs_mkl
+@pytest.mark.parametrize("int8", [False, pytest.param(True, marks=needs_int8)], ids=["fp32", "int8"])
 @pytest.mark.parametrize(
     "case",
-    ["grad enabled", "training", "several positions", "float64", "bfloat16", "wrapped weight", "inference weight"],
+    ["grad enabled", "training", "several positions", "float64", "bfloat16", "wrapped weight", "inference weight",
+     "empty"],
 )
-def test_everything_but_a_cpu_fp32_no_grad_decoding_step_takes_the_plain_path(case):
+def test_everything_but_cpu_fp32_no_grad_inference_takes_the_plain_path(case, int8, monkeypatch):
+    if case == "several positions" and (int8 or not HAS_MKL):
+        pytest.skip("only MKL's packing (for one row count) is for decoding steps alone")
+    gemm = MKL if case == "several positions" else ONEDNN if HAS_ONEDNN else MKL
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
     torch.manual_seed(0)
     linear = PrepackedLinear(16, 24).train(case == "training")
-    x = torch.randn(3, 4 if case == "several positions" else 1, 16)
+    linear.int8 = int8
+    x = torch.randn(0 if case == "empty" else 3, 4 if case == "several positions" else 1, 16)
     if case in ("float64", "bfloat16"):
         dtype = torch.float64 if case == "float64" else torch.bfloat16
         linear, x = linear.to(dtype), x.to(dtype)
-    if case == "wrapped weight":  # a tensor subclass, as quantization libraries put in nn.Linear: MKL can't pack it
+    if case == "wrapped weight":  # a tensor subclass, as quantization libraries put in nn.Linear: it can't be packed
         from torch.testing._internal.two_tensor import TwoTensor
 
         weight = linear.weight.detach()
@@ -128,23 +183,66 @@ def test_everything_but_a_cpu_fp32_no_grad_decoding_step_takes_the_plain_path(ca
         assert linear.weight.grad is not None
 
 
-@needs_mkl
-def test_copies_pickles_train_and_moves_drop_the_packed_weights(batch):
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_copies_pickles_train_and_moves_drop_the_packed_weights(batch, gemm, monkeypatch):
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
     model = tiny_model()
     generate(model, batch, 2)
-    assert all(module._packed is not None for module in prepackable(model).values())
+    assert packed(model) == (DECODING_STEP_LAYERS if gemm.per_row_count else set(prepackable(model)))
 
-    clone = copy.deepcopy(model)  # the packed copy is an opaque MKL buffer that cannot be copied or pickled
-    assert all(module._packed is None for module in prepackable(clone).values())
+    clone = copy.deepcopy(model)  # the packed copy is an opaque buffer that cannot be copied or pickled
+    assert not packed(clone)
     torch.save(model, io.BytesIO())
     torch.testing.assert_close(generate(clone, batch, 2).sequences, generate(model, batch, 2).sequences)
 
     model.to(torch.float64)
-    assert all(module._packed is None for module in prepackable(model).values())
+    assert not packed(model)
     model.to(torch.float32)
     generate(model, batch, 2)
     model.train()
-    assert all(module._packed is None for module in prepackable(model).values())
+    assert not packed(model)
+
+
+@needs_int8
+def test_int8_quantizes_every_linear_layer_and_stays_close_to_fp32(batch):
+    model = tiny_model()
+    with torch.no_grad():
+        fp32 = model(**batch).logits
+        quantize_int8(model)
+        int8 = model(**batch).logits  # a whole-sequence forward: every layer, not only decoding steps
+    assert packed(model) == set(prepackable(model))
+    assert all(module._packed[0][0] == "int8" for module in prepackable(model).values())
+    assert not torch.equal(int8, fp32)
+    assert (int8 - fp32).norm() / fp32.norm() < 0.05
+    assert generate(model, batch, 3).sequences.shape == generate(tiny_model(), batch, 3).sequences.shape
+
+    with torch.no_grad():
+        assert torch.equal(quantize_int8(model, enabled=False)(**batch).logits, fp32)  # back to fp32
+
+
+@needs_int8
+def test_int8_keeps_the_tied_fp32_weights_for_saving_and_training(batch, tmp_path):
+    model = quantize_int8(tiny_model())
+    state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    generate(model, batch, 2)
+    assert model.lm_head.weight is model.model.shared.weight  # still tied
+    model.save_pretrained(tmp_path)
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path)
+    for name, tensor in loaded.state_dict().items():
+        assert torch.equal(tensor, state[name]), name  # the fp32 model, as it was
+    assert loaded.lm_head.weight is loaded.model.shared.weight
+
+    model.train()
+    model(**batch).loss.backward()  # training takes the fp32 path, with gradients
+    assert model.lm_head.weight.grad is not None and not packed(model)
+
+
+def test_int8_refuses_what_it_cannot_do(monkeypatch):
+    with pytest.raises(ValueError, match="no PrepackedLinear layers"):
+        quantize_int8(torch.nn.Sequential(torch.nn.Linear(4, 4)))
+    monkeypatch.setattr(packed_linear, "INT8_AVAILABLE", False)
+    with pytest.raises(RuntimeError, match="fbgemm"):
+        quantize_int8(tiny_model())
 
 
 def reorder_both(past_key_values, beam_idx):

@@ -344,6 +344,7 @@ def test_save_pretrained_writes_auto_map_and_code(tmp_path):
     assert config["auto_map"]["AutoConfig"].endswith("VanillaTransformerConfig")
     assert (tmp_path / "modeling_vanilla_transformer.py").exists()
     assert (tmp_path / "configuration_vanilla_transformer.py").exists()
+    assert (tmp_path / "packed_linear.py").exists()  # imported relatively by the modeling file: shipped with it
     assert GenerationConfig.from_pretrained(tmp_path).num_beams == 4
 
 

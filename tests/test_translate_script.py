@@ -10,6 +10,7 @@ import pytest
 from transformers import pipeline
 
 import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer import packed_linear
 from hf_vanilla_transformer.pipeline_translation import TASK
 from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
 
@@ -56,6 +57,21 @@ def test_generation_options_pass_through(script, model_dir, monkeypatch, capsys)
     assert capsys.readouterr().out == " ".join(greedy(SOURCES[1])[0]["translation_text"].split()) + "\n"
 
 
+@pytest.mark.skipif(not packed_linear.INT8_AVAILABLE, reason="no fbgemm int8 kernels here")
+def test_quantize_int8(script, model_dir, monkeypatch, capsys):
+    """--quantize int8 translates with the pipeline's model after quantize_int8, as a user would by hand."""
+    translator = pipeline(TASK, model=str(model_dir))
+    packed_linear.quantize_int8(translator.model)
+    int8_expected = [" ".join(translator(line)[0]["translation_text"].split()) if line else "" for line in LINES]
+    quantized = []
+    quantize = packed_linear.quantize_int8
+    monkeypatch.setattr(packed_linear, "quantize_int8", lambda model: quantized.append(model) or quantize(model))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(LINES)))
+    script.main([str(model_dir), "-q", "--quantize", "int8", "--device", "cpu"])
+    assert capsys.readouterr().out.splitlines() == int8_expected
+    assert len(quantized) == 1 and all(layer.int8 for layer in quantized[0].modules() if hasattr(layer, "int8"))
+
+
 @pytest.mark.parametrize(
     "make_args, message",
     [
@@ -64,6 +80,7 @@ def test_generation_options_pass_through(script, model_dir, monkeypatch, capsys)
         (lambda d, t: [str(d), str(t / "missing.txt")], "Cannot read"),
         (lambda d, t: [str(d), str(t / "empty.txt")], "Nothing to translate"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--batch_size", "0"], "--batch_size must be at least 1"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--quantize", "int8", "--device", "cuda"], "runs on the CPU"),
     ],
 )
 def test_errors(script, model_dir, tmp_path, capsys, make_args, message):

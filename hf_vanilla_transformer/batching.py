@@ -5,10 +5,16 @@
 shuffles the order of the batches every epoch with `seed + epoch`. The batches themselves are packed once, as
 fairseq does, so every epoch has the same number of steps and the Trainer's step count stays exact. Under DDP each
 rank takes a disjoint, equally long share of the batches.
+
+With `bucket_shapes=True` (the training script's default on GPUs) an example counts as `bucket_length` of its longer
+side on both sides, and `BucketPaddingCollator` pads each batch to that length: a run's batches then take a handful
+of shapes (`TokenBatchSampler.shapes`), so torch.compile and CUDA graphs capture each shape once instead of meeting
+a new one every step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 
@@ -16,6 +22,14 @@ import numpy as np
 import pyarrow.compute as pc
 import torch
 from torch.utils.data import Sampler
+from transformers import DataCollatorForSeq2Seq
+
+
+def bucket_length(length: int) -> int:
+    """The padded length of a batch whose longest sequence has `length` tokens: a multiple of 8 up to 128, of 16 up
+    to 256, of 32 up to 512, and so on: at most 7 tokens or an eighth more, and a handful of lengths per corpus."""
+    step = max(8, 1 << max(0, (int(length) - 1).bit_length() - 4))
+    return -(-int(length) // step) * step
 
 
 class TokenBatchSampler(Sampler[list[int]]):
@@ -35,6 +49,7 @@ class TokenBatchSampler(Sampler[list[int]]):
         shuffle: bool = True,
         seed: int = 0,
         pad_to_multiple_of: int | None = None,
+        bucket_shapes: bool = False,
         num_replicas: int | None = None,
         rank: int | None = None,
     ) -> None:
@@ -42,6 +57,9 @@ class TokenBatchSampler(Sampler[list[int]]):
         target = source if target_lengths is None else _padded_lengths(target_lengths, pad_to_multiple_of)
         if len(source) != len(target):
             raise ValueError(f"Got {len(source)} source lengths but {len(target)} target lengths.")
+        if bucket_shapes:  # as BucketPaddingCollator pads: both sides to the bucket of the longer one
+            source = target = np.array([bucket_length(n) for n in np.maximum(source, target).tolist()], np.int64)
+        self.lengths = np.maximum(source, target)
         _check_fits(source, target, max_tokens)
         self.max_tokens = max_tokens
         self.shuffle = shuffle
@@ -69,6 +87,11 @@ class TokenBatchSampler(Sampler[list[int]]):
         source = pc.list_value_length(table[source_column]).to_numpy()
         target = pc.list_value_length(table[target_column]).to_numpy() if target_column else None
         return cls(source, target, max_tokens, **kwargs)
+
+    @property
+    def shapes(self) -> list[tuple[int, int]]:
+        """The distinct (examples, longest length) of the batches, as padded to their longest example."""
+        return sorted({(len(batch), int(self.lengths[batch].max())) for batch in self.batches})
 
     def set_epoch(self, epoch: int) -> None:
         """Choose the epoch whose batch order the next iteration yields."""
@@ -141,3 +164,14 @@ def _pack(order: np.ndarray, source: np.ndarray, target: np.ndarray, max_tokens:
     if batch:
         batches.append(batch)
     return batches
+
+
+@dataclasses.dataclass
+class BucketPaddingCollator(DataCollatorForSeq2Seq):
+    """`DataCollatorForSeq2Seq` that pads source and labels to one length, `bucket_length` of the batch's longest
+    sequence, as `TokenBatchSampler(bucket_shapes=True)` counts them."""
+
+    def __call__(self, features, return_tensors=None):
+        longest = max(len(feature[key]) for feature in features for key in ("input_ids", "labels") if key in feature)
+        to_bucket = dataclasses.replace(self, padding="max_length", max_length=bucket_length(longest))
+        return DataCollatorForSeq2Seq.__call__(to_bucket, features, return_tensors)

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
@@ -510,3 +511,19 @@ def _warn_about_truncation(dataset: Dataset, split: str, max_source_length: int,
                 f"Truncated {count} of {len(dataset)} {split} {side}s to max_{side}_length={limit} tokens; raise "
                 f"--max_{side}_length to keep them whole."
             )
+
+
+def check_token_ids_fit(tokenized: DatasetDict, vocab_size: int) -> None:
+    """Every token id of every split is below the model's `vocab_size`: checked once here, where the data is made,
+    so that the model need not read its inputs back from the GPU at every step (InputError otherwise)."""
+    for split, dataset in tokenized.items():
+        table = dataset.with_format("arrow")[:]
+        for column in ("input_ids", "labels"):
+            if column not in table.column_names:
+                continue
+            largest = pc.max(pc.list_flatten(table[column])).as_py()
+            if largest is not None and largest >= vocab_size:
+                raise InputError(
+                    f"The tokenizer gives the {split} split's {column} id {largest}, but the model's vocabulary has "
+                    f"{vocab_size} entries: train with the model's own tokenizer (or a new model for this one)."
+                )

@@ -36,6 +36,19 @@ from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .packed_linear import PrepackedLinear
 
 
+def on_host(tensor: torch.Tensor) -> bool:
+    """Whether reading the tensor's values is free. On an accelerator it waits for the device (a host-device sync,
+    which stalls training and breaks CUDA graphs): there the checks below run on the device instead, and the
+    training script checks its data where it makes it."""
+    return tensor.device.type == "cpu"
+
+
+def may_skip_mask(padding_mask: torch.Tensor | None) -> bool:
+    """transformers drops a padding mask without padding (so SDPA can pick its fastest kernel) after reading all of
+    it; on an accelerator that read is a sync, so there the mask is kept."""
+    return padding_mask is None or on_host(padding_mask)
+
+
 def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
     """Token ids are integers in [0, vocab_size) of shape (batch, length > 0): a ValueError saying so, not an
     IndexError deep inside torch. One min/max reduction; skipped under torch.compile."""
@@ -48,7 +61,10 @@ def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
     if ids.numel() == 0 or is_torchdynamo_compiling():
         return
     low, high = torch.aminmax(ids)
-    if (low < 0) | (high >= vocab_size):
+    outside = (low < 0) | (high >= vocab_size)
+    if not on_host(ids):
+        torch._assert_async(~outside, f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}]")
+    elif outside:
         raise ValueError(
             f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}] (min {low.item()}, max {high.item()}): "
             "encode the text with this model's tokenizer, or check `config.vocab_size`."
@@ -60,7 +76,9 @@ def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
     if is_torchdynamo_compiling():
         return
     valid = (labels == -100) | ((labels >= 0) & (labels < vocab_size))
-    if not valid.all():
+    if not on_host(labels):
+        torch._assert_async(valid.all(), f"`labels` must be token ids in [0, {vocab_size - 1}] or -100")
+    elif not valid.all():
         raise ValueError(
             f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values "
             f"{labels[~valid].unique()[:5].tolist()}."
@@ -413,7 +431,9 @@ class VanillaTransformerEncoder(VanillaTransformerStack):
         **kwargs,
     ) -> BaseModelOutput:
         hidden_states = self.embed(input_ids, inputs_embeds, padding_mask=attention_mask)
-        attention_mask = create_bidirectional_mask(self.config, hidden_states, attention_mask)
+        attention_mask = create_bidirectional_mask(
+            self.config, hidden_states, attention_mask, allow_is_bidirectional_skip=may_skip_mask(attention_mask)
+        )
         for layer in self.layers:
             hidden_states = layer(hidden_states, attention_mask, **kwargs)
         return BaseModelOutput(last_hidden_state=self.finish(hidden_states))
@@ -473,12 +493,14 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
             inputs_embeds=hidden_states,
             attention_mask=attention_mask,
             past_key_values=past_key_values.self_attention_cache if past_key_values is not None else None,
+            allow_is_causal_skip=may_skip_mask(attention_mask),
         )
         encoder_attention_mask = create_bidirectional_mask(
             config=self.config,
             inputs_embeds=hidden_states.reshape(sources, -1, hidden_states.shape[-1]),  # queries grouped by source
             attention_mask=encoder_attention_mask,
             encoder_hidden_states=encoder_hidden_states,
+            allow_is_bidirectional_skip=may_skip_mask(encoder_attention_mask),
         )
         for layer in self.layers:
             hidden_states = layer(
@@ -603,6 +625,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
         if all(limit is None for limit in limits) and source is not None:
             kwargs["max_new_tokens"] = source.shape[1] + 50
+        if source is not None and not on_host(source) and not source.is_floating_point() and source.numel():
+            # one sync per call for the error a CPU model gives; the forward passes check on the device
+            check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         return super().generate(inputs, generation_config=generation_config, **kwargs)
 
     def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):

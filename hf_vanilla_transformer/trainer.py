@@ -16,7 +16,7 @@ from transformers.trainer_utils import seed_worker
 
 from transformers.utils import logging
 
-from .batching import TokenBatchSampler
+from .batching import BucketPaddingCollator, TokenBatchSampler
 
 logger = logging.get_logger(__name__)
 
@@ -31,6 +31,15 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
             "help": "Batch training examples by padded token count (source and target each at most this many per "
             "device and step) instead of per_device_train_batch_size. The paper's ~25000 is for the whole step: "
             "divide by world size x gradient_accumulation_steps."
+        },
+    )
+
+    bucket_shapes: bool = field(
+        default=False,
+        metadata={
+            "help": "Pad each training batch to one of a handful of shapes (lengths bucketed to multiples of 8 and "
+            "coarser beyond 64 tokens), so that --torch_compile and CUDA graphs capture each shape once. The "
+            "training script's default on a GPU."
         },
     )
 
@@ -70,6 +79,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             self.train_dataset,
             self.max_tokens_per_batch,
             seed=self.args.data_seed if self.args.data_seed is not None else self.args.seed,
+            bucket_shapes=isinstance(self.data_collator, BucketPaddingCollator),
             num_replicas=max(1, self.args.world_size),
             rank=self.args.process_index,
         )

@@ -1,0 +1,246 @@
+"""Training at GPU scale (issue 11): batches in a handful of shapes, steps that never wait on the device, the GPU
+defaults of the training script, and --torch_compile without a recompile per step. The CUDA tests skip on a CPU."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO, tiny_config
+from datasets import Dataset, DatasetDict
+from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast
+from tokenizers import Tokenizer, models
+
+import hf_vanilla_transformer.modeling_vanilla_transformer as modeling
+from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+from hf_vanilla_transformer.batching import BucketPaddingCollator, TokenBatchSampler, bucket_length
+from hf_vanilla_transformer.data import check_token_ids_fit
+from hf_vanilla_transformer.errors import InputError
+from hf_vanilla_transformer.training import GPU_DEFAULTS, main, parse_arguments, recipe_defaults
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+TINY_RUN = [
+    "--number_words_train_size", "2000", "--number_words_eval_size", "8", "--d_model", "32", "--layers", "1",
+    "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300", "--eval_strategy", "no",
+    "--save_strategy", "no", "--num_samples_to_print", "0", "--max_eval_samples", "4", "--max_predict_samples", "4",
+]
+
+
+def test_bucket_lengths_are_multiples_of_8_at_most_7_tokens_or_an_eighth_longer():
+    lengths = range(1, 1025)
+    buckets = [bucket_length(n) for n in lengths]
+    assert [bucket_length(n) for n in (1, 8, 9, 17, 64, 65, 128, 129, 144, 145, 256, 257, 1000)] == [
+        8, 8, 16, 24, 64, 72, 128, 144, 144, 160, 256, 288, 1024]
+    assert all(b % 8 == 0 and n <= b <= max(n + 7, 1.125 * n) for n, b in zip(lengths, buckets))
+    assert buckets == sorted(buckets)
+    assert len(set(buckets)) == 16 + 8 + 8 + 8  # up to 128 by 8, to 256 by 16, to 512 by 32, to 1024 by 64
+
+
+def wmt_like_lengths(count=100_000, seed=1):
+    """Sentence lengths as in WMT news text (median ~28 tokens, up to 256), targets close to their sources."""
+    rng = np.random.default_rng(seed)
+    source = np.clip(rng.lognormal(np.log(28), 0.6, count).astype(int), 2, 256)
+    target = np.clip((source * rng.lognormal(0.05, 0.15, count)).astype(int), 2, 256)
+    return source, target
+
+
+@pytest.mark.parametrize("max_tokens", [4096, 25_000])
+def test_bucketed_batches_take_a_handful_of_shapes_for_a_few_percent_more_padding(max_tokens):
+    """Against batches padded to a multiple of 8 on each side (what a GPU run pads to without buckets): at most 6%
+    more padded tokens, and at most 30 shapes, half as many or fewer."""
+    source, target = wmt_like_lengths()
+    plain = TokenBatchSampler(source, target, max_tokens, pad_to_multiple_of=8, seed=0)
+    plain_shapes = [(len(b), int(source[b].max() + 7) // 8 * 8, int(target[b].max() + 7) // 8 * 8) for b in plain.batches]
+    bucketed = TokenBatchSampler(source, target, max_tokens, bucket_shapes=True, seed=0)
+    bucketed_tokens = sum(2 * len(b) * int(bucketed.lengths[b].max()) for b in bucketed.batches)
+    assert bucketed_tokens <= 1.06 * sum(rows * (s + t) for rows, s, t in plain_shapes)
+    assert len(bucketed.shapes) <= 30 and len(set(plain_shapes)) >= 2 * len(bucketed.shapes)
+    assert sorted(np.concatenate(bucketed.batches).tolist()) == list(range(len(source)))
+    assert all(rows * length <= max_tokens for rows, length in bucketed.shapes)
+
+
+def tokenizer():
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, **{f"w{i}": i for i in range(3, 99)}}
+    fast = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="w3")))
+    fast.pad_token, fast.eos_token = "<pad>", "</s>"
+    return fast
+
+
+def test_the_bucket_collator_pads_both_sides_to_the_bucket_of_the_longest():
+    model = VanillaTransformerForConditionalGeneration(tiny_config())
+    features = [{"input_ids": [5] * 10 + [2], "labels": [6] * 3 + [2]}, {"input_ids": [7, 2], "labels": [8] * 12 + [2]}]
+    batch = BucketPaddingCollator(tokenizer(), model=model)(features)
+    assert batch["input_ids"].shape == batch["labels"].shape == batch["decoder_input_ids"].shape == (2, 16)
+    assert batch["attention_mask"].sum().item() == 13 and (batch["labels"] == -100).sum().item() == 2 * 16 - 17
+    plain = DataCollatorForSeq2Seq(tokenizer(), model=model)(features)
+    assert torch.equal(batch["input_ids"][:, :11], plain["input_ids"]) and torch.equal(
+        batch["labels"][:, :13], plain["labels"])
+
+
+def test_trainer_batches_have_the_sampler_shapes_with_the_bucket_collator(tmp_path):
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+
+    rng = np.random.default_rng(0)
+    rows = [{"input_ids": rng.integers(3, 99, n).tolist() + [2], "labels": rng.integers(3, 99, m).tolist() + [2]}
+            for n, m in rng.integers(1, 40, (300, 2))]
+    model = VanillaTransformerForConditionalGeneration(tiny_config(max_position_embeddings=128))
+    args = TokenBatchingSeq2SeqTrainingArguments(tmp_path, max_tokens_per_batch=256, report_to="none", use_cpu=True)
+    trainer = TokenBatchingSeq2SeqTrainer(
+        model=model, args=args, train_dataset=Dataset.from_list(rows),
+        data_collator=BucketPaddingCollator(tokenizer(), model=model),
+    )
+    loader = trainer.get_train_dataloader()
+    shapes = {tuple(batch["input_ids"].shape) for batch in loader}
+    assert shapes == set(trainer._token_batch_sampler.shapes)
+    assert all(batch_rows * length <= 256 for batch_rows, length in shapes) and len(shapes) <= 12
+
+
+def test_a_training_step_never_reads_a_value_back_from_the_device():
+    """On the meta device a tensor has no values: anything that would read one on the host (`.item()`, `if
+    tensor:`, `nonzero`), a host-device sync on a GPU, raises. Forward, backward, clipping and an AdamW step run."""
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).train().to("meta")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    mask = torch.ones(4, 9, dtype=torch.long, device="meta")
+    batch = dict(input_ids=torch.zeros(4, 9, dtype=torch.long, device="meta"), attention_mask=mask,
+                 labels=torch.zeros(4, 7, dtype=torch.long, device="meta"))
+    for decoder_mask in (None, torch.ones(4, 7, dtype=torch.long, device="meta")):
+        loss = model(**batch, decoder_attention_mask=decoder_mask).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def test_off_the_host_the_id_checks_run_on_the_device(monkeypatch, batch):
+    """What a GPU does (an asynchronous device assert, no sync), tried on the CPU: the message still names the ids."""
+    model = VanillaTransformerForConditionalGeneration(tiny_config())
+    monkeypatch.setattr(modeling, "on_host", lambda tensor: False)
+    with pytest.raises(RuntimeError, match="outside the vocabulary"):
+        model(**{**batch, "input_ids": batch["input_ids"] + 100})
+    with pytest.raises(RuntimeError, match="-100"):
+        model(**{**batch, "labels": batch["labels"] - 200})
+
+
+def test_generate_on_a_device_checks_ids_once_with_the_clear_error(monkeypatch, batch):
+    model = VanillaTransformerForConditionalGeneration(tiny_config())
+    monkeypatch.setattr(modeling, "on_host", lambda tensor: tensor.device.type == "cpu" and tensor.numel() <= 2)
+    with pytest.raises(ValueError, match=r"outside the vocabulary \[0, 98\] \(min 10\d, max 1\d\d\)"):
+        model.generate(batch["input_ids"] + 100, max_new_tokens=2)
+
+
+def test_the_training_script_checks_token_ids_where_it_makes_the_data():
+    data = DatasetDict(train=Dataset.from_dict({"input_ids": [[5, 2]], "labels": [[120, 2]]}))
+    check_token_ids_fit(data, 121)
+    with pytest.raises(InputError, match="train split's labels id 120, but the model's vocabulary has 100 entries"):
+        check_token_ids_fit(data, 100)
+
+
+def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_fused_adamw(monkeypatch, tmp_path):
+    _, _, on_cpu = parse_arguments(["--output_dir", str(tmp_path)])
+    assert not on_cpu.bucket_shapes and on_cpu.dataloader_num_workers == 0
+    assert on_cpu.optim == "adamw_torch_fused" and on_cpu.dataloader_pin_memory and not on_cpu.logging_nan_inf_filter
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    on_gpu = recipe_defaults(set())
+    assert {**on_gpu, **GPU_DEFAULTS} == on_gpu and GPU_DEFAULTS["bucket_shapes"] == "true"
+    assert GPU_DEFAULTS["dataloader_num_workers"] == "2" and GPU_DEFAULTS["dataloader_persistent_workers"] == "true"
+    assert "bucket_shapes" not in recipe_defaults({"use_cpu"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    _, _, as_on_gpu = parse_arguments(["--output_dir", str(tmp_path), *(f"--{k}={v}" for k, v in on_gpu.items())])
+    assert as_on_gpu.bucket_shapes and as_on_gpu.dataloader_num_workers == 2 and as_on_gpu.optim == "adamw_torch_fused"
+
+
+@pytest.mark.parametrize("bucket_shapes", ["true", "false"])
+def test_torch_compile_compiles_at_most_twice_in_20_token_batched_steps(tmp_path, monkeypatch, bucket_shapes):
+    """Token-count batches change shape almost every step; torch.compile (aot_eager here, as on a GPU with inductor)
+    must mark the lengths dynamic after the first change instead of compiling each new shape."""
+    shapes = []
+    collate = DataCollatorForSeq2Seq.__call__
+
+    def recording_collate(self, features, return_tensors=None):
+        collated = collate(self, features, return_tensors)
+        shapes.append((tuple(collated["input_ids"].shape), tuple(collated["labels"].shape)))
+        return collated
+
+    monkeypatch.setattr(DataCollatorForSeq2Seq, "__call__", recording_collate)
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    main(["--output_dir", str(tmp_path), *TINY_RUN, "--max_tokens_per_batch", "300", "--max_steps", "20",
+          "--torch_compile", "--torch_compile_backend", "aot_eager", "--bucket_shapes", bucket_shapes])
+    compiled = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    torch._dynamo.reset()
+    assert len(set(shapes[:20])) >= 3
+    assert 1 <= compiled <= 2, f"{compiled} compilations for {len(set(shapes))} shapes"
+
+
+@needs_cuda
+def test_a_cuda_training_step_makes_no_host_device_sync():
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).train().cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    batch = {
+        "input_ids": torch.randint(3, 99, (4, 16), device="cuda"),
+        "attention_mask": torch.ones(4, 16, dtype=torch.long, device="cuda").tril(8)[:, :16].flip(0).clamp(max=1),
+        "labels": torch.randint(3, 99, (4, 16), device="cuda"),
+    }
+    batch["attention_mask"][:, 0] = 1
+    model(**batch).loss.backward()  # warm-up: lazy initialisation may sync once
+    optimizer.step()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+@needs_cuda
+def test_a_compiled_bf16_training_step_matches_eager():
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(dropout=0.0)).train().cuda()
+    batch = {
+        "input_ids": torch.randint(3, 99, (8, 24), device="cuda"),
+        "attention_mask": torch.ones(8, 24, dtype=torch.long, device="cuda"),
+        "labels": torch.randint(3, 99, (8, 16), device="cuda"),
+    }
+    batch["attention_mask"][1, 20:] = 0
+    grads = []
+    for forward in (model, torch.compile(model, mode="reduce-overhead")):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = forward(**batch).loss
+        loss.backward()
+        grads.append((loss.detach().float(), {n: p.grad.float().clone() for n, p in model.named_parameters()}))
+        model.zero_grad(set_to_none=True)
+    (eager_loss, eager), (compiled_loss, compiled) = grads
+    torch.testing.assert_close(compiled_loss, eager_loss, rtol=2e-2, atol=2e-2)
+    for name in eager:
+        torch.testing.assert_close(compiled[name], eager[name], rtol=5e-2, atol=5e-3, msg=name)
+
+
+@needs_cuda
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_generate_on_cuda_gives_the_cpu_ids(batch, num_beams):
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    kwargs = dict(num_beams=num_beams, max_new_tokens=12, do_sample=False)
+    on_cpu = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], **kwargs)
+    model.cuda()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    on_gpu = model.generate(batch["input_ids"].cuda(), attention_mask=batch["attention_mask"].cuda(), **kwargs)
+    assert torch.equal(on_gpu.cpu(), on_cpu)
+
+
+@needs_cuda
+def test_the_benchmark_runs_on_cuda():
+    result = subprocess.run(
+        [sys.executable, "scripts/benchmark.py", "--device", "cuda", "--dtype", "bfloat16", "--repeats", "1", "--d_model", "64",
+         "--layers", "1", "--ffn_dim", "128", "--skip", "memory", "int8", "ctranslate2"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "MFU" in result.stdout

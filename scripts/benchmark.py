@@ -6,6 +6,8 @@
     python scripts/benchmark.py --d_model 64 --layers 2 --ffn_dim 128 --vocab_size 500 --repeats 2  # quick look
     python scripts/benchmark.py --device cuda --dtype bfloat16            # a GPU: bf16, sdpa attention, with MFU
     python scripts/benchmark.py --device cuda --dtype bfloat16 --compile  # the same under torch.compile
+    python scripts/benchmark.py --device cuda --dtype bfloat16 --amp --compile --tokens_per_batch 25000 \
+        --seq_len 32 --skip greedy beam memory    # training at the paper's scale, bare loop and training script
 
 Both models get the same weights (ours is `from_marian(marian)`) and run alternately in one process, so that a
 machine that speeds up or slows down affects both; each figure is the median over --repeats rounds and the ratio
@@ -13,6 +15,11 @@ is the median of the per-round ratios. Figures, by default fp32 on the CPU with 
 --dtype, --attn_implementation and --compile apply to both models alike):
   training tokens/s: target tokens per second of forward + backward + AdamW step, train mode (dropout on); in
       bf16/fp16 the model itself is in that dtype (weights, gradients and AdamW state; no autocast, no fp32 copy);
+      With --amp the models stay in fp32 and run under torch.autocast to --dtype, as the Trainer's --bf16 does;
+  training script tokens/s (ours): the same batches through the training script's own loop, after the bare loop:
+      TokenBatchingSeq2SeqTrainer with the script's arguments and defaults for the device (token-count sampler,
+      its collator, the label-smoothed loss, the Trainer's fused AdamW, schedule and clipping; --torch_compile
+      with --compile), timed over the same number of steps; its last column is its rate / ours' bare loop;
   model FLOPs utilization: training tokens/s x model FLOPs per target token (see training_flops_per_token) / the
       device's peak FLOP/s: --peak_tflops, or a table of known GPUs' bf16/fp16 dense peaks; n/a without a peak;
   greedy / beam-4 sentences/s: generate() of --gen_sentences sources of --gen_source_len tokens into exactly
@@ -69,6 +76,8 @@ def parse_arguments(argv=None):
     size.add_argument("--ffn_dim", type=int, default=2048)
     work = parser.add_argument_group("work")
     work.add_argument("--batch_size", type=int, default=32, help="training sentences per step")
+    work.add_argument("--tokens_per_batch", type=int, default=None,
+                      help="training tokens per side and step instead of --batch_size (the paper: about 25000)")
     work.add_argument("--seq_len", type=int, default=32, help="training source and target length")
     work.add_argument("--train_steps", type=int, default=3, help="timed training steps per model per round")
     work.add_argument("--warmup_steps", type=int, default=1, help="untimed training steps per model first")
@@ -82,6 +91,9 @@ def parse_arguments(argv=None):
     run.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, xpu, ...")
     run.add_argument("--dtype", default="float32", choices=list(DTYPES), help="of the models' weights and compute")
     run.add_argument("--attn_implementation", default="sdpa", choices=["sdpa", "eager"])
+    run.add_argument("--amp", action="store_true",
+                     help="train fp32 models under autocast to --dtype (as the Trainer's --bf16) instead of models "
+                     "in --dtype")
     run.add_argument("--compile", action="store_true",
                      help="torch.compile training (forward and backward) and generation (static cache)")
     run.add_argument("--compile_backend", default="inductor", help="torch.compile backend (eager, aot_eager: tests)")
@@ -90,7 +102,8 @@ def parse_arguments(argv=None):
                           "of known GPUs for bf16/fp16; none for the CPU)")
     run.add_argument("--threads", type=int, default=None, help="torch and CTranslate2 threads (default: all cores)")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--skip", nargs="*", default=[], choices=["train", "greedy", "beam", "memory", "int8", "ctranslate2"],
+    run.add_argument("--skip", nargs="*", default=[],
+                     choices=["train", "script", "greedy", "beam", "memory", "int8", "ctranslate2"],
                      help="figures to leave out")
     run.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
     run.add_argument("--memory_worker", choices=["ours", "marian"], help=argparse.SUPPRESS)
@@ -99,8 +112,8 @@ def parse_arguments(argv=None):
     return args
 
 
-POSITIVE = ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "seq_len", "train_steps",
-            "gen_sentences", "gen_source_len", "gen_tokens", "repeats", "memory_steps", "threads")
+POSITIVE = ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "tokens_per_batch", "seq_len",
+            "train_steps", "gen_sentences", "gen_source_len", "gen_tokens", "repeats", "memory_steps", "threads")
 
 
 def check_arguments(args, parser) -> None:
@@ -117,6 +130,13 @@ def check_arguments(args, parser) -> None:
         parser.error(f"--json {args.json}: the folder {Path(args.json).parent} does not exist; create it first.")
     if args.peak_tflops is not None and args.peak_tflops <= 0:
         parser.error(f"--peak_tflops must be positive, got {args.peak_tflops}.")
+    if args.amp and args.dtype == "float32":
+        parser.error("--amp trains under autocast to --dtype: give --dtype bfloat16 or float16.")
+    if args.tokens_per_batch is not None:
+        if args.tokens_per_batch < args.seq_len:
+            parser.error(f"--tokens_per_batch {args.tokens_per_batch} is less than one sentence of --seq_len "
+                         f"{args.seq_len} tokens.")
+        args.batch_size = args.tokens_per_batch // args.seq_len
 
 
 # ---------------------------------------------------------------------------------------------------------- models
@@ -176,9 +196,9 @@ def build_one(args, which):
 
 
 def place(args, model):
-    """The model on --device, in --dtype, with --attn_implementation."""
+    """The model on --device, in --dtype (fp32 with --amp), with --attn_implementation."""
     model.set_attn_implementation(args.attn_implementation)
-    return model.to(device=args.device, dtype=DTYPES[args.dtype])
+    return model.to(device=args.device, dtype=torch.float32 if args.amp else DTYPES[args.dtype])
 
 
 def for_training(args, model):
@@ -200,14 +220,19 @@ def generation_batch(args, generator):
 
 
 class Trainer:
-    """Forward, backward and AdamW step on a fixed batch."""
+    """Forward, backward and AdamW step on a fixed batch (under autocast to `amp_dtype` when given)."""
 
-    def __init__(self, model, batch):
+    def __init__(self, model, batch, amp_dtype=None):
         self.model, self.batch = model.train(), batch
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        device_type = next(model.parameters()).device.type
+        self.autocast = functools.partial(
+            torch.autocast, device_type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None
+        )
 
     def step(self):
-        loss = self.model(**self.batch).loss
+        with self.autocast():
+            loss = self.model(**self.batch).loss
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -262,7 +287,7 @@ def training_memory(args, which) -> dict:
     """Build one model and its optimizer, train --memory_steps steps: memory before the first step and the peak."""
     device = torch.device(args.device)
     model = for_training(args, build_one(args, which))
-    trainer = Trainer(model, training_batch(args, torch.Generator().manual_seed(args.seed)))
+    trainer = Trainer(model, training_batch(args, torch.Generator().manual_seed(args.seed)), amp_dtype(args))
     gc.collect()
     before = reset_peak_memory(device)
     for _ in range(args.memory_steps):
@@ -329,7 +354,10 @@ def figure(work: float, times: dict[str, list[float]]) -> dict:
 
 def run_training(args, ours, marian):
     batch = training_batch(args, torch.Generator().manual_seed(args.seed))
-    trainers = {name: Trainer(for_training(args, model), batch) for name, model in (("ours", ours), ("marian", marian))}
+    trainers = {
+        name: Trainer(for_training(args, model), batch, amp_dtype(args))
+        for name, model in (("ours", ours), ("marian", marian))
+    }
     for trainer in trainers.values():
         for _ in range(args.warmup_steps):
             trainer.step()
@@ -349,6 +377,64 @@ def run_training(args, ours, marian):
     del trainers
     gc.collect()
     return figure(args.batch_size * args.seq_len * args.train_steps, times)
+
+
+def amp_dtype(args):
+    return DTYPES[args.dtype] if args.amp else None
+
+
+def run_training_script_loop(args, model) -> float:
+    """Target tokens/s of the training script's loop on the bare loop's batches: its arguments as parsed from a
+    command line (the paper's recipe and the device's defaults), token batches of --batch_size x --seq_len."""
+    from datasets import Dataset
+    from tokenizers import Tokenizer, models
+    from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast, PrinterCallback, TrainerCallback
+
+    from hf_vanilla_transformer.batching import BucketPaddingCollator
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+    from hf_vanilla_transformer.training import parse_arguments
+
+    warmup, timed_steps = max(args.warmup_steps, 1), args.train_steps * args.repeats
+    generator = torch.Generator().manual_seed(args.seed + 2)
+    ids = torch.randint(3, args.vocab_size, (2, args.batch_size * (warmup + timed_steps), args.seq_len),
+                        generator=generator)
+    dataset = Dataset.from_dict({"input_ids": ids[0].tolist(), "labels": ids[1].tolist()})
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<pad>": 0}, "<pad>")))
+    tokenizer.pad_token = "<pad>"
+
+    class Clock(TrainerCallback):
+        """The time at the end of the warm-up steps and at the end of the run, the device's work done."""
+
+        marks = []
+
+        def on_step_end(self, training_args, state, control, **kwargs):
+            if state.global_step in (warmup, warmup + timed_steps):
+                synchronize(torch.device(args.device))
+                self.marks.append(time.perf_counter())
+
+    with tempfile.TemporaryDirectory() as output_dir:
+        flags = ["--output_dir", output_dir, "--train_file", "benchmark", "--source_lang", "x", "--target_lang", "y",
+                 "--max_steps", str(warmup + timed_steps),
+                 "--max_tokens_per_batch", str(args.batch_size * args.seq_len), "--save_strategy", "no",
+                 "--eval_strategy", "no", "--logging_strategy", "no", "--disable_tqdm", "true",
+                 "--seed", str(args.seed)]
+        if torch.device(args.device).type == "cpu":
+            flags.append("--use_cpu")
+        if args.amp:
+            flags.append("--bf16" if args.dtype == "bfloat16" else "--fp16")
+        if args.compile:
+            flags += ["--torch_compile", "--torch_compile_backend", args.compile_backend]
+        _, _, training_args = parse_arguments(flags)
+        collator = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
+        trainer = TokenBatchingSeq2SeqTrainer(
+            model=model.train(), args=training_args, train_dataset=dataset,
+            data_collator=collator(tokenizer, model=model), callbacks=[Clock()],
+        )
+        trainer.remove_callback(PrinterCallback)  # its summary line would cut into the benchmark's output
+        trainer.train()
+    start, end = Clock.marks
+    model.zero_grad(set_to_none=True)
+    return args.batch_size * args.seq_len * timed_steps / (end - start)
 
 
 def generation_runners(args, ours, marian, num_beams, translators, ours_int8=None):
@@ -542,10 +628,19 @@ def format_table(results: dict) -> str:
         if key in results:
             entry = results[key]
             rows.append((label, number(entry["ours"]), number(entry["marian"]), f"{entry['ours_ratio']:.2f}x"))
-        if key == "train_tokens_per_s" and results.get("model_flops_utilization", {}).get("ours") is not None:
-            entry = results["model_flops_utilization"]
-            rows.append(("model FLOPs utilization", f"{entry['ours']:.1%}", f"{entry['marian']:.1%}",
-                         f"{entry['ours_ratio']:.2f}x"))
+        if key != "train_tokens_per_s":
+            continue
+        utilization = results.get("model_flops_utilization", {})
+        if utilization.get("ours") is not None:
+            rows.append(("model FLOPs utilization", f"{utilization['ours']:.1%}", f"{utilization['marian']:.1%}",
+                         f"{utilization['ours_ratio']:.2f}x"))
+        if "train_script_tokens_per_s" in results:
+            entry = results["train_script_tokens_per_s"]
+            rows.append(("training tokens/s, training script", number(entry["ours"]), "-",
+                         f"{entry['vs_bare_loop']:.2f}x ours' bare loop"))
+            if utilization.get("ours_script") is not None:
+                rows.append(("model FLOPs utilization, training script", f"{utilization['ours_script']:.1%}", "-",
+                             f"{entry['vs_bare_loop']:.2f}x ours' bare loop"))
     memory_labels = {
         "peak_training_memory_mib": "peak training memory, MiB (above model)",
         "peak_rss_mib": "peak RSS while training, MiB",
@@ -589,6 +684,12 @@ PRECISION = {
     "bfloat16": "bf16 (the models themselves: weights, gradients, AdamW state; no autocast, no fp32 copy)",
     "float16": "fp16 (the models themselves: weights, gradients, AdamW state; no autocast, no loss scaling)",
 }
+
+
+def precision(args) -> str:
+    if args.amp:
+        return f"fp32 models under {args.dtype} autocast (as the Trainer's --{PRECISION[args.dtype][:4]})"
+    return PRECISION[args.dtype]
 
 
 def execution_line(args, results) -> str:
@@ -650,6 +751,14 @@ def main(argv=None):
         log("training")
         results["train_tokens_per_s"] = run_training(args, ours, marian)
         results["model_flops_utilization"] = flops_utilization(args, results["train_tokens_per_s"])
+        if "script" not in args.skip:
+            log("training, the training script's loop")
+            script = run_training_script_loop(args, ours)
+            bare = results["train_tokens_per_s"]["ours"]
+            results["train_script_tokens_per_s"] = {"ours": script, "vs_bare_loop": script / bare}
+            utilization = results["model_flops_utilization"]
+            if utilization["ours"] is not None:
+                utilization["ours_script"] = utilization["ours"] * script / bare
     del ours, marian  # an accelerator's memory is measured in this process, with one model at a time
     if "memory" not in args.skip:
         on_cpu = device.type == "cpu"
@@ -671,7 +780,7 @@ def main(argv=None):
     print(f"vocab {args.vocab_size}, d_model {args.d_model}, {args.layers}+{args.layers} layers, {args.heads} heads, "
           f"d_ff {args.ffn_dim}; training batch {args.batch_size} x {args.seq_len} tokens; generation "
           f"{args.gen_sentences} sentences of {args.gen_source_len} tokens -> {args.gen_tokens} tokens; "
-          f"{PRECISION[args.dtype]}; medians of {args.repeats} alternating rounds; a ratio is the median of the "
+          f"{precision(args)}; medians of {args.repeats} alternating rounds; a ratio is the median of the "
           "rounds' ratios")
     print(execution_line(args, results) + "\n")
     print(format_table(results))

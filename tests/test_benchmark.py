@@ -53,6 +53,9 @@ def test_every_figure_for_both_models(tiny_run):
         assert written[key]["same_translations_as_ours"]["marian"]  # the same work: the same translations
     assert written["machine"]["threads"] == 1 and written["settings"]["d_model"] == 32
     assert written["peak_rss_mib"]["ours"] > written["peak_training_memory_mib"]["ours"]
+    script = written["train_script_tokens_per_s"]
+    assert script["ours"] > 0 and script["vs_bare_loop"] == pytest.approx(
+        script["ours"] / written["train_tokens_per_s"]["ours"])
 
 
 def test_ctranslate2_figures(tiny_run):
@@ -79,6 +82,49 @@ def test_printed_table(benchmark, tiny_run):
                   "ours / Marian"):
         assert label in table
     assert f"{results['train_tokens_per_s']['ours_ratio']:.2f}x" in table
+    script = results["train_script_tokens_per_s"]
+    row = next(line for line in table.splitlines() if line.startswith("| training tokens/s, training script "))
+    assert f"| {script['ours']:,.1f} " in row
+    assert f"{script['vs_bare_loop']:.2f}x ours' bare loop" in table
+
+
+def test_the_training_script_loop_runs_the_scripts_trainer_on_the_same_batches(benchmark, monkeypatch):
+    """Its Trainer: TokenBatchingSeq2SeqTrainer with the script's recipe (label smoothing, fused AdamW, its collator)
+    over token batches of --batch_size x --seq_len, each of which it trains once."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    seen = []
+    train = TokenBatchingSeq2SeqTrainer.train
+
+    def spy(self, *args, **kwargs):
+        seen.append((self.args, [batch["labels"].shape for batch in self.get_train_dataloader()]))
+        return train(self, *args, **kwargs)
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "train", spy)
+    args = benchmark.parse_arguments([*TINY, "--train_steps", "2"])
+    ours, _ = benchmark.build_models(args)
+    assert benchmark.run_training_script_loop(args, ours) > 0
+    (training_args, shapes), = seen
+    assert training_args.label_smoothing_factor == 0.1 and training_args.optim == "adamw_torch_fused"
+    assert training_args.max_steps == 1 + 2 * 2 and shapes == [(4, 6)] * 5  # warm-up + steps x repeats
+
+
+def test_tokens_per_batch_sets_the_sentences_per_batch(benchmark, capsys):
+    assert benchmark.parse_arguments(["--tokens_per_batch", "25000", "--seq_len", "32"]).batch_size == 781
+    for flags, message in ((["--tokens_per_batch", "20"], "less than one sentence"),
+                           (["--amp"], "--amp trains under autocast to --dtype")):
+        with pytest.raises(SystemExit) as exit_info:
+            benchmark.parse_arguments(flags)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_amp_trains_fp32_models_under_autocast(benchmark, tmp_path, capsys):
+    args = benchmark.parse_arguments([*TINY, "--dtype", "bfloat16", "--amp"])
+    for model in benchmark.build_models(args):
+        assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}
+    _, written = run(benchmark, tmp_path, "--dtype", "bfloat16", "--amp", "--skip", "greedy", "beam", "memory")
+    assert written["train_tokens_per_s"]["ours"] > 0 and written["train_script_tokens_per_s"]["ours"] > 0
+    assert "fp32 models under bfloat16 autocast (as the Trainer's --bf16)" in capsys.readouterr().out
 
 
 def test_ratio_is_the_median_of_per_round_ratios(benchmark):
@@ -132,7 +178,7 @@ def test_compiled_training(benchmark, tmp_path, monkeypatch):
     monkeypatch.setattr(torch, "compile", spy)
     torch.compiler.reset()
     _, written = run(benchmark, tmp_path, "--compile", "--compile_backend", "aot_eager",
-                     "--skip", "greedy", "beam", "memory", "ctranslate2")
+                     "--skip", "greedy", "beam", "memory", "ctranslate2", "script")
     torch.compiler.reset()
     assert written["train_tokens_per_s"]["ours"] > 0 and written["train_tokens_per_s"]["marian"] > 0
     assert sorted(compiled) == [("MarianMTModel", "aot_eager"),

@@ -51,7 +51,8 @@ def test_bucketed_batches_take_a_handful_of_shapes_for_a_few_percent_more_paddin
     more padded tokens, and at most 30 shapes, half as many or fewer."""
     source, target = wmt_like_lengths()
     plain = TokenBatchSampler(source, target, max_tokens, pad_to_multiple_of=8, seed=0)
-    plain_shapes = [(len(b), int(source[b].max() + 7) // 8 * 8, int(target[b].max() + 7) // 8 * 8) for b in plain.batches]
+    plain_shapes = [(len(b), int(source[b].max() + 7) // 8 * 8, int(target[b].max() + 7) // 8 * 8)
+                    for b in plain.batches]
     bucketed = TokenBatchSampler(source, target, max_tokens, bucket_shapes=True, seed=0)
     bucketed_tokens = sum(2 * len(b) * int(bucketed.lengths[b].max()) for b in bucketed.batches)
     assert bucketed_tokens <= 1.06 * sum(rows * (s + t) for rows, s, t in plain_shapes)
@@ -238,8 +239,9 @@ def test_generate_on_cuda_gives_the_cpu_ids(batch, num_beams):
 @needs_cuda
 def test_the_benchmark_runs_on_cuda():
     result = subprocess.run(
-        [sys.executable, "scripts/benchmark.py", "--device", "cuda", "--dtype", "bfloat16", "--amp", "--repeats", "1", "--d_model", "64",
-         "--layers", "1", "--ffn_dim", "128", "--tokens_per_batch", "4096", "--skip", "memory", "greedy", "beam"],
+        [sys.executable, "scripts/benchmark.py", "--device", "cuda", "--dtype", "bfloat16", "--amp", "--repeats", "1",
+         "--d_model", "64", "--layers", "1", "--ffn_dim", "128", "--tokens_per_batch", "4096",
+         "--skip", "memory", "greedy", "beam"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -37,8 +37,8 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
     bucket_shapes: bool = field(
         default=False,
         metadata={
-            "help": "Pad each training batch to one of a handful of shapes (lengths bucketed to multiples of 8 and "
-            "coarser beyond 64 tokens), so that --torch_compile and CUDA graphs capture each shape once. The "
+            "help": "Pad each training batch to one of a handful of shapes (lengths bucketed: multiples of 8 up to "
+            "128 tokens, coarser beyond), so that --torch_compile and CUDA graphs capture each shape once. The "
             "training script's default on a GPU."
         },
     )

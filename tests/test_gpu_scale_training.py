@@ -180,12 +180,12 @@ def test_a_cuda_training_step_makes_no_host_device_sync():
     torch.manual_seed(0)
     model = VanillaTransformerForConditionalGeneration(tiny_config()).train().cuda()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    lengths = torch.tensor([16, 12, 9, 5])
     batch = {
         "input_ids": torch.randint(3, 99, (4, 16), device="cuda"),
-        "attention_mask": torch.ones(4, 16, dtype=torch.long, device="cuda").tril(8)[:, :16].flip(0).clamp(max=1),
+        "attention_mask": (torch.arange(16) < lengths[:, None]).long().cuda(),  # right padding
         "labels": torch.randint(3, 99, (4, 16), device="cuda"),
     }
-    batch["attention_mask"][:, 0] = 1
     model(**batch).loss.backward()  # warm-up: lazy initialisation may sync once
     optimizer.step()
     torch.cuda.synchronize()
@@ -231,7 +231,7 @@ def test_generate_on_cuda_gives_the_cpu_ids(batch, num_beams):
     kwargs = dict(num_beams=num_beams, max_new_tokens=12, do_sample=False)
     on_cpu = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], **kwargs)
     model.cuda()
-    torch.backends.cuda.matmul.allow_tf32 = False
+    assert not torch.backends.cuda.matmul.allow_tf32  # fp32 products in fp32, as on the CPU
     on_gpu = model.generate(batch["input_ids"].cuda(), attention_mask=batch["attention_mask"].cuda(), **kwargs)
     assert torch.equal(on_gpu.cpu(), on_cpu)
 

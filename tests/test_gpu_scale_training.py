@@ -150,6 +150,7 @@ def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_f
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     _, _, as_on_gpu = parse_arguments(["--output_dir", str(tmp_path), *(f"--{k}={v}" for k, v in on_gpu.items())])
     assert as_on_gpu.bucket_shapes and as_on_gpu.dataloader_num_workers == 2 and as_on_gpu.optim == "adamw_torch_fused"
+    assert as_on_gpu.accelerator_config.non_blocking  # a batch's copy to the GPU does not wait for the GPU
 
 
 @pytest.mark.parametrize("bucket_shapes", ["true", "false"])

@@ -1,15 +1,19 @@
 """The label-smoothed loss [5.4] is computed a chunk of tokens at a time: the Trainer's `LabelSmoother` loss and
-gradients (0, not NaN, over no labels), with no float32 copy of all the logits."""
+gradients (0, not NaN, over no labels), with no float32 copy of all the logits, also in a Trainer step."""
+
+import copy
 
 import pytest
 import torch
 import torch.nn.functional as F
 from conftest import tiny_config
 from torch.utils._python_dispatch import TorchDispatchMode
+from transformers import Seq2SeqTrainer
 from transformers.trainer_pt_utils import LabelSmoother
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration, chunked_loss
 from hf_vanilla_transformer.modeling_vanilla_transformer import translation_loss
+from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
 
 VOCAB = 99
 
@@ -119,3 +123,71 @@ def test_skip_logits_returns_the_loss_alone(batch):
     torch.testing.assert_close(out.loss, model(**batch, label_smoothing=0.1).loss)
     with pytest.raises(ValueError, match="needs `labels`"):
         model(batch["input_ids"], decoder_input_ids=batch["labels"], skip_logits=True)
+
+
+def make_trainer(tmp_path, **args):
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(dropout=0.0))
+    args = TokenBatchingSeq2SeqTrainingArguments(
+        output_dir=str(tmp_path), label_smoothing_factor=0.1, report_to="none", use_cpu=True, **args
+    )
+    return TokenBatchingSeq2SeqTrainer(model=model, args=args)
+
+
+def seq2seq_batch(model, batch=4, length=12):
+    """As DataCollatorForSeq2Seq makes it. More target tokens (48) than d_model (32): all the logits outnumber any
+    weight or its gradient."""
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(3, VOCAB, (batch, 9), generator=generator)
+    labels = torch.randint(3, VOCAB, (batch, length), generator=generator)
+    labels[1, 8:] = -100
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
+    return dict(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels,
+                decoder_input_ids=decoder_input_ids)
+
+
+class NotCalled:
+    epsilon = 0.1
+
+    def __call__(self, *args, **kwargs):
+        raise AssertionError("the LabelSmoother ran on the full logits")
+
+
+@pytest.mark.parametrize("accumulated", [1, 3])
+def test_trainer_step_hands_label_smoothing_to_the_model(tmp_path, accumulated):
+    """Same loss and gradients as the Trainer's LabelSmoother path, also normalised over accumulated micro-batches."""
+    trainer = make_trainer(tmp_path)
+    batch = seq2seq_batch(trainer.model)
+    count = accumulated * batch["labels"].ne(-100).sum()
+    reference = copy.deepcopy(trainer.model)
+    expected = Seq2SeqTrainer.compute_loss(trainer, reference, dict(batch), num_items_in_batch=count)
+    expected.backward()
+
+    trainer.label_smoother = NotCalled()
+    loss = trainer.training_step(trainer.model, dict(batch), num_items_in_batch=count)
+    torch.testing.assert_close(loss, expected.detach(), rtol=0, atol=1e-4)
+    for (name, parameter), expected_parameter in zip(trainer.model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(parameter.grad, expected_parameter.grad, msg=name)
+
+
+def test_evaluation_loss_is_the_label_smoothers(tmp_path):
+    trainer = make_trainer(tmp_path)
+    batch = seq2seq_batch(trainer.model)
+    model = trainer.model.eval()
+    with torch.no_grad():
+        logits = model(**{name: value for name, value in batch.items() if name != "labels"}).logits
+    expected = LabelSmoother(epsilon=0.1)({"logits": logits}, batch["labels"])
+    trainer.label_smoother = NotCalled()
+    loss, _, _ = trainer.prediction_step(model, dict(batch), prediction_loss_only=True)
+    torch.testing.assert_close(loss, expected, rtol=0, atol=1e-4)
+
+
+def test_bf16_trainer_step_makes_no_float32_copy_of_all_the_logits(tmp_path):
+    trainer = make_trainer(tmp_path, bf16=True)
+    model = trainer.accelerator.prepare_model(trainer.model)  # its forward under bf16 autocast, as in train()
+    batch = seq2seq_batch(model)
+    count = batch["labels"].ne(-100).sum()
+    with LargestNewTensor(torch.float32) as probe:
+        loss = trainer.training_step(model, dict(batch), num_items_in_batch=count)
+    assert torch.isfinite(loss)
+    assert 0 < probe.largest < batch["labels"].numel() * VOCAB

@@ -1,12 +1,11 @@
 """The label-smoothed cross-entropy [5.4] computed a chunk of tokens at a time: the model's loss machinery, kept out
 of the modeling file, which imports it relatively so that `save_pretrained` ships it with the model.
 
-Cross-entropy over bf16 logits is computed in float32, and the plain way (`log_softmax(logits.float())`) holds
-float32 copies of all the logits, one saved for backward: with 25k tokens a step and a 37k vocabulary, each copy is
-3.7 GB. `cross_entropy_sum` upcasts one chunk of rows at a time and computes, in the same pass, the loss and its
-gradient with respect to that chunk's logits (softmax minus the smoothed target), which it keeps in the logits' dtype
-for backward, as the logits themselves would have been kept. Neither syncs with the device.
-"""
+Cross-entropy over bf16 logits is computed in float32, and the plain way (`log_softmax(logits.float())`) makes
+float32 copies of all the logits and keeps one for backward: with 25k tokens a step and a 37k vocabulary, each copy
+is 3.7 GB. `cross_entropy_sum` takes one chunk of rows at a time: its float32 log-softmax, its loss, and the
+gradient with respect to its logits (softmax minus the smoothed target), written in the logits' dtype and kept for
+backward, which only scales it. Nothing syncs with the device, so loss and backward can run inside a CUDA graph."""
 
 import torch
 
@@ -24,16 +23,16 @@ class ChunkedCrossEntropy(torch.autograd.Function):
         total = logits.new_zeros((), dtype=torch.float32)
         grad = torch.empty_like(logits) if with_grad else None
         for start in range(0, rows, size):
-            chunk = logits[start : start + size].float()
-            kept = labels[start : start + size].ne(-100)
-            target = labels[start : start + size].clamp(min=0).unsqueeze(1)
-            log_norm = torch.logsumexp(chunk, dim=1)
-            loss = log_norm - (1 - smoothing) * chunk.gather(1, target).squeeze(1) - smoothing * chunk.mean(dim=1)
+            end = start + size
+            log_probs = torch.log_softmax(logits[start:end], dim=1, dtype=torch.float32)
+            kept = labels[start:end].ne(-100)
+            target = labels[start:end].clamp(min=0).unsqueeze(1)
+            loss = (smoothing - 1) * log_probs.gather(1, target).squeeze(1) - smoothing * log_probs.mean(dim=1)
             total = total + torch.where(kept, loss, 0.0).sum()
             if grad is not None:  # softmax - ((1 - s) * one_hot(label) + s / vocab), 0 on rows left out
-                chunk_grad = (chunk - log_norm.unsqueeze(1)).exp_().sub_(smoothing / vocab)
-                chunk_grad.scatter_add_(1, target, chunk_grad.new_full(target.shape, smoothing - 1))
-                grad[start : start + size] = chunk_grad.mul_(kept.unsqueeze(1))
+                probs = log_probs.exp_().scatter_add_(1, target, log_probs.new_full(target.shape, smoothing - 1))
+                weight = kept.to(probs.dtype).unsqueeze(1)
+                torch.addcmul(weight * (-smoothing / vocab), probs, weight, out=grad[start:end])
         if grad is not None:
             ctx.save_for_backward(grad)
         return total

@@ -56,8 +56,9 @@ class LargestNewTensor(TorchDispatchMode):
 def test_loss_and_gradients_are_the_label_smoothers(dtype, smoothing, num_items_in_batch):
     logits, labels = logits_and_labels(dtype)
     reference_logits = logits.detach().clone().requires_grad_()
-    # the Trainer's LabelSmoother over float32 logits, as under autocast
-    expected = LabelSmoother(epsilon=smoothing)({"logits": reference_logits.float()}, labels, num_items_in_batch=num_items_in_batch)
+    # the Trainer's LabelSmoother over float32 logits, as accelerate's autocast wrapper hands them over
+    smoother = LabelSmoother(epsilon=smoothing)
+    expected = smoother({"logits": reference_logits.float()}, labels, num_items_in_batch=num_items_in_batch)
     expected.backward(torch.tensor(0.5))
     loss = translation_loss(logits, labels, num_items_in_batch, label_smoothing=smoothing)
     loss.backward(torch.tensor(0.5))
@@ -77,6 +78,14 @@ def test_no_labels_give_zero_loss_and_zero_gradients():
     loss = translation_loss(logits, torch.full_like(labels, -100), label_smoothing=0.1)
     loss.backward()
     assert loss.item() == 0.0 and logits.grad.eq(0).all()
+
+
+def test_a_second_backward_raises_instead_of_scaling_twice():
+    logits, labels = logits_and_labels(torch.float32)
+    loss = translation_loss(logits, labels, label_smoothing=0.1)
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
 
 
 def test_no_float32_copy_of_all_the_logits():

@@ -59,7 +59,9 @@ def loss_memory(args, name) -> float:
     """MiB above the logits at the peak of one step; on the CPU in a fresh process."""
     device = torch.device(args.device)
     if device.type == "cpu" and args.memory_worker is None:
-        command = [sys.executable, __file__, *sys.argv[1:], "--memory_worker", name]
+        command = [sys.executable, __file__, "--memory_worker", name]
+        for option in ("tokens", "vocab_size", "label_smoothing", "dtype", "device"):
+            command += [f"--{option}", str(getattr(args, option))]
         return json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
     tensors = inputs(args)
     step(args, name, *tensors)  # warm-up: kernels, allocator caches
@@ -87,8 +89,12 @@ def main(argv=None):
         milliseconds = statistics.median(times[name]) * 1e3
         print(f"  {name:15s} peak {memory[name]:8.0f} MiB above the logits, {milliseconds:8.1f} ms a step (loss and "
               "backward)")
-    print(f"  chunked: {memory['chunked'] / memory['label_smoother']:.2f}x the memory, {ratio:.2f}x the speed")
+    base = memory["label_smoother"]  # 0 when too small for the resident set size to show it
+    memory_ratio = f"{memory['chunked'] / base:.2f}x" if base > 0 else "n/a"
+    print(f"  chunked: {memory_ratio} the memory, {ratio:.2f}x the speed")
 
 
 if __name__ == "__main__":
-    main()
+    from hf_vanilla_transformer.errors import run_command
+
+    run_command(main)

@@ -2,11 +2,12 @@
 gradients (0, not NaN, over no labels), with no float32 copy of all the logits, also in a Trainer step."""
 
 import copy
+import importlib.util
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import tiny_config
+from conftest import REPO, tiny_config
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import Seq2SeqTrainer
 from transformers.trainer_pt_utils import LabelSmoother
@@ -200,3 +201,14 @@ def test_bf16_trainer_step_makes_no_float32_copy_of_all_the_logits(tmp_path):
         loss = trainer.training_step(model, dict(batch), num_items_in_batch=count)
     assert torch.isfinite(loss)
     assert 0 < probe.largest < batch["labels"].numel() * VOCAB
+
+
+def test_benchmark_script_measures_both_losses(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location("benchmark_loss", REPO / "scripts" / "benchmark_loss.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.main(["--tokens", "64", "--vocab_size", "500", "--repeats", "1"])
+    output = capsys.readouterr().out
+    assert "64 tokens x vocab 500" in output
+    assert "label_smoother  peak" in output and "chunked         peak" in output and "x the speed" in output

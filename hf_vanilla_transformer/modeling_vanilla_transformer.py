@@ -32,6 +32,7 @@ from transformers.utils import TransformersKwargs, can_return_tuple, is_torchdyn
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
+from .chunked_loss import cross_entropy_sum
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .packed_linear import PrepackedLinear
 
@@ -671,8 +672,15 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         r"""
         labels: target ids, (batch, target_length); -100 marks positions left out of the loss. Given labels and
             no decoder inputs, the decoder inputs are the labels shifted right.
+        label_smoothing (keyword, default 0): the loss's label smoothing [5.4], the Trainer's
+            `label_smoothing_factor`. skip_logits (keyword, default False): return the loss without the logits, as
+            a training step needs, so that nothing (accelerate's autocast wrapper) makes a float32 copy of them.
         """
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
+        label_smoothing = kwargs.pop("label_smoothing", 0.0)
+        skip_logits = kwargs.pop("skip_logits", False)
+        if skip_logits and labels is None:
+            raise ValueError("`skip_logits=True` returns only the loss, which needs `labels`.")
         if labels is not None:
             check_labels(labels, self.config.vocab_size)
             use_cache = False
@@ -691,20 +699,23 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             **kwargs,
         )
         logits = self.lm_head(outputs.last_hidden_state)
-        loss = None if labels is None else translation_loss(logits, labels, num_items_in_batch)
+        loss = None if labels is None else translation_loss(logits, labels, num_items_in_batch, label_smoothing)
         rest = {name: value for name, value in outputs.items() if name != "last_hidden_state"}
-        return Seq2SeqLMOutput(loss=loss, logits=logits, **rest)
+        return Seq2SeqLMOutput(loss=loss, logits=None if skip_logits else logits, **rest)
 
 
 def translation_loss(
-    logits: torch.Tensor, labels: torch.Tensor, num_items_in_batch: int | torch.Tensor | None = None
+    logits: torch.Tensor,
+    labels: torch.Tensor,
+    num_items_in_batch: int | torch.Tensor | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean token cross-entropy over labels that are not -100 (0, not NaN, when there are none). Label smoothing
-    [5.4] comes from the Trainer's `label_smoothing_factor`."""
+    """Mean token cross-entropy over labels that are not -100 (0, not NaN, when there are none), with label smoothing
+    [5.4] as the Trainer's `LabelSmoother` computes it; in float32, a chunk of tokens at a time (`chunked_loss.py`)."""
     labels = labels.to(logits.device)
     if labels.shape != logits.shape[:-1]:
         raise ValueError(f"`labels` has shape {tuple(labels.shape)}, expected (batch, target_length) = {tuple(logits.shape[:-1])}.")
-    total = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100, reduction="sum")
+    total = cross_entropy_sum(logits.flatten(0, 1), labels.flatten(), label_smoothing)
     count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
     if isinstance(count, torch.Tensor):
         return total / count.to(total.device).clamp(min=1)

@@ -17,6 +17,7 @@ from transformers.trainer_utils import seed_worker
 from transformers.utils import logging
 
 from .batching import BucketPaddingCollator, TokenBatchSampler
+from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 
 logger = logging.get_logger(__name__)
 
@@ -117,6 +118,26 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         finally:
             for name in unset:
                 setattr(config, name, None)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        """Trainer's loss, with `label_smoothing_factor` [5.4] handed to the model, which computes it a chunk of
+        tokens at a time, instead of to the Trainer's `LabelSmoother`, which holds float32 copies of all the logits.
+
+        The same loss and gradients. A training step asks for no logits (`skip_logits`): accelerate would convert
+        them to float32. The rest (`num_items_in_batch`, gradient accumulation, averaging over devices) is the
+        Trainer's own, run with the label smoother set aside. Other models keep the `LabelSmoother`.
+        """
+        unwrapped = self.accelerator.unwrap_model(model, keep_torch_compile=False)
+        ours = isinstance(unwrapped, VanillaTransformerForConditionalGeneration)
+        if self.compute_loss_func is not None or "labels" not in inputs or not ours:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        smoother, self.label_smoother = self.label_smoother, None
+        try:
+            label_smoothing = 0.0 if smoother is None else smoother.epsilon
+            inputs = {"skip_logits": not return_outputs, **inputs, "label_smoothing": label_smoothing}
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        finally:
+            self.label_smoother = smoother
 
 
 def keep_rank_aware_batches(prepared: DataLoader, sampler: TokenBatchSampler) -> DataLoader:

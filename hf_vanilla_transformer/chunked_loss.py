@@ -8,6 +8,7 @@ gradient with respect to its logits (softmax minus the smoothed target), written
 backward, which only scales it. Nothing syncs with the device, so loss and backward can run inside a CUDA graph."""
 
 import torch
+import torch.nn.functional as F
 
 CPU_CHUNK_ELEMENTS = 2**20  # logits upcast at a time on the CPU: 4 MiB in float32 stay in its caches (fastest)
 CHUNK_ELEMENTS = 2**24  # and on accelerators: 64 MiB in float32, few kernel launches
@@ -45,6 +46,11 @@ class ChunkedCrossEntropy(torch.autograd.Function):
 
 def cross_entropy_sum(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
     """The label-smoothed cross-entropy of `logits` (rows, vocab) summed over `labels` (rows,) that are not -100, in
-    float32 (with `label_smoothing` 0, `F.cross_entropy(logits.float(), labels, reduction="sum")`)."""
+    float32 (with `label_smoothing` 0, `F.cross_entropy(logits.float(), labels, reduction="sum")`).
+
+    Under torch.compile the formula is written out instead: the compiler fuses the upcast into its softmax kernels,
+    and the chunk loop would make it compile anew for every number of chunks."""
+    if torch.compiler.is_compiling():
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum", label_smoothing=label_smoothing)
     with_grad = torch.is_grad_enabled() and logits.requires_grad
     return ChunkedCrossEntropy.apply(logits, labels, label_smoothing, with_grad)

@@ -6,10 +6,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import datasets
+import torch
+from accelerate import PartialState
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_utils import seed_worker
@@ -42,6 +44,25 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
             "(--save_strategy steps or epoch); --save_total_limit is raised to N unless given."
         },
     )
+
+    ddp_find_unused_parameters: bool | None = field(
+        default=False,
+        metadata={
+            "help": "DDP's find_unused_parameters. False here (the Trainer's default is True): every parameter of "
+            "this model takes part in every step, so DDP need not search the autograd graph for unused ones each "
+            "step. Pass true for a model that leaves some unused."
+        },
+    )
+
+    @cached_property
+    def _setup_devices(self) -> torch.device:
+        """The Trainer's device setup, with --ddp_timeout for CPU processes too (transformers passes it only on
+        accelerators): how long a process waits for a lost or hung peer before the job ends."""
+        configured = getattr(self.accelerator_config, "use_configured_state", False)
+        if self.use_cpu and not configured and not torch.distributed.is_initialized():
+            PartialState._reset_state()  # as the Trainer's setup does: no state of earlier arguments is reused
+            PartialState(cpu=True, backend=self.ddp_backend, timeout=self.ddp_timeout_delta)
+        return super()._setup_devices
 
 
 class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):

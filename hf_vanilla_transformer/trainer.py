@@ -112,6 +112,13 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
 
 
+    def evaluation_loop(self, *args, **kwargs):
+        """The Trainer's loop, gathering with accelerate's `gather_for_metrics` again, where Seq2SeqTrainer's
+        evaluate() and predict() chose a plain gather: under several processes that kept the sentences accelerate
+        repeats to give every process full batches, so metrics and translations counted them twice or more."""
+        self.gather_function = self.accelerator.gather_for_metrics
+        return super().evaluation_loop(*args, **kwargs)
+
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         """Seq2SeqTrainer's step, leaving the model's generation config as it was.
 
@@ -163,10 +170,13 @@ class MarkCheckpointComplete(TrainerCallback):
 
     The Trainer writes a checkpoint's files one by one into `checkpoint-<step>`; a run killed in the middle leaves a
     folder that looks like a checkpoint but lacks, say, the optimizer state, and resuming from it would silently
-    restart the optimizer. Only checkpoints with this marker are resumed from (`last_complete_checkpoint`).
+    restart the optimizer. Only checkpoints with this marker are resumed from (`last_complete_checkpoint`). Under
+    several processes each writes its own files (its random number generators' state, its shards of the weights),
+    so the marker waits for all of them: a process lost before that leaves the checkpoint unmarked.
     """
 
     def on_save(self, args, state, control, **kwargs):
+        PartialState().wait_for_everyone()
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             staging = folder / f".{CHECKPOINT_COMPLETE}.tmp"

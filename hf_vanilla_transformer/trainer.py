@@ -1,4 +1,4 @@
-"""`Seq2SeqTrainer` that batches training examples by token count (`TokenBatchSampler`), DDP included."""
+"""`Seq2SeqTrainer` that batches training examples by token count (`TokenBatchSampler`), under DDP and FSDP too."""
 
 from __future__ import annotations
 
@@ -19,6 +19,15 @@ from transformers.trainer_utils import seed_worker
 from transformers.utils import logging
 
 from .batching import TokenBatchSampler
+from .distributed import (
+    check_fsdp_version,
+    check_resumable,
+    enable_requested_fsdp,
+    own_class,
+    share_one_embedding_module,
+    sharding_summary,
+)
+from .errors import InputError
 
 logger = logging.get_logger(__name__)
 
@@ -54,6 +63,15 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         },
     )
 
+    def _process_fsdp_args(self) -> dict | None:
+        """The Trainer's `--fsdp` settings, with checkpoints in shards unless `fsdp_config` says otherwise (the
+        Trainer's default is whole ones, gathered on rank 0, which FSDP cannot resume for this model; see
+        `distributed.share_one_embedding_module`). accelerate's FSDP2 saves in shards by default too."""
+        plugin_args = super()._process_fsdp_args()
+        if plugin_args is not None and "state_dict_type" not in self.fsdp_config:
+            plugin_args["state_dict_type"] = "SHARDED_STATE_DICT"
+        return plugin_args
+
     @cached_property
     def _setup_devices(self) -> torch.device:
         """The Trainer's device setup, with --ddp_timeout for CPU processes too (transformers passes it only on
@@ -70,7 +88,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
 
     `max_tokens_per_batch` comes from the constructor, else from `args.max_tokens_per_batch`; when it is None this
     is a plain Seq2SeqTrainer. `per_device_train_batch_size` is then ignored for training. The training dataset must
-    be a tokenized `datasets.Dataset` with `input_ids` and `labels`.
+    be a tokenized `datasets.Dataset` with `input_ids` and `labels`. FSDP, asked for by the launcher or `--fsdp`,
+    runs or stops with an error, never falls back to DDP (see `distributed.py`).
     """
 
     def __init__(self, *args, max_tokens_per_batch: int | None = None, **kwargs) -> None:
@@ -80,6 +99,36 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._token_batch_sampler: TokenBatchSampler | None = None
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
+        if self.is_fsdp_enabled:
+            share_one_embedding_module(self.model)
+            self.add_callback(_LogSharding())
+
+    def create_accelerator_and_postprocess(self) -> None:
+        """The Trainer's Accelerator, with FSDP wherever it was asked for (see `distributed.enable_requested_fsdp`)."""
+        check_fsdp_version(self.args)
+        super().create_accelerator_and_postprocess()
+        self.is_fsdp_enabled = enable_requested_fsdp(self.accelerator, self.args)
+        if self.is_fsdp_enabled and self.args.average_last_checkpoints:
+            raise InputError(
+                "--average_last_checkpoints does not work under FSDP. Save whole checkpoints (state_dict_type "
+                "FULL_STATE_DICT: --fsdp_state_dict_type for accelerate launch, in --fsdp_config for --fsdp) and "
+                "average them after the run: scripts/average_checkpoints.py RUN_DIR --last N --output_dir OUT."
+            )
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
+        if self.is_fsdp_enabled and isinstance(resume_from_checkpoint, str):
+            check_resumable(resume_from_checkpoint)
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        """The Trainer's save; under FSDP2 with the model under its own class (see `own_class`) and each tied weight
+        once: the gathered state dict holds a copy under every name of a tied weight, where save_pretrained looks for
+        names that share memory."""
+        if self.is_fsdp_enabled and state_dict is not None:
+            tied = self.model.all_tied_weights_keys
+            state_dict = {name: weight for name, weight in state_dict.items() if name not in tied}
+        with own_class(self.model):
+            super()._save(output_dir, state_dict)
 
     def get_train_dataloader(self) -> DataLoader:
         """A DataLoader over token-count batches, prepared by accelerate without re-sharding the batches."""
@@ -148,6 +197,13 @@ def keep_rank_aware_batches(prepared: DataLoader, sampler: TokenBatchSampler) ->
         shard.num_processes = 1
         shard.process_index = 0
     return prepared
+
+
+class _LogSharding(TrainerCallback):
+    """Say, once the model is sharded, what each process holds of it."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        logger.info(sharding_summary(model))
 
 
 class _EpochToSamplerCallback(TrainerCallback):

@@ -341,6 +341,8 @@ def main(argv: list[str] | None = None) -> dict:
     train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
     if training_args.average_last_checkpoints:
         train_metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+    if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model()
     trainer.log_metrics("train", train_metrics)
     trainer.save_metrics("train", train_metrics)

@@ -1,6 +1,6 @@
 """Training over several processes: FSDP2 where accelerate leaves it out, an error where FSDP cannot run, what FSDP2
-needs of this model (one module for the tied embedding, saving under the model's own class).
-`TokenBatchingSeq2SeqTrainer` calls these.
+needs of this model (one module for the tied embedding, saving under the model's own class), and a check that
+data-parallel replicas end with the same weights. `TokenBatchingSeq2SeqTrainer` calls these.
 
 accelerate turns an FSDP request (`accelerate launch --use_fsdp`, or the Trainer's `--fsdp`) into FSDP only on
 accelerators; on CPU processes over gloo it drops it and runs DDP, although torch's FSDP2 (`fully_shard`) works
@@ -142,3 +142,21 @@ def own_class(model):
         yield model
     finally:
         model.__class__ = sharded
+
+
+@torch.no_grad()
+def check_replicas_agree(trainer) -> None:
+    """Under DDP every process must end with rank 0's weights, since rank 0 alone saves them: compare per-parameter
+    sums (float64) across processes and raise on any difference."""
+    if trainer.args.world_size < 2 or trainer.is_fsdp_enabled:
+        return
+    names, parameters = zip(*trainer.model.named_parameters())
+    sums = torch.stack([p.detach().double().sum() for p in parameters]).to(trainer.args.device)
+    unequal = trainer.accelerator.gather(sums[None]) != sums  # (processes, parameters)
+    if unequal.any():
+        ranks = unequal.any(dim=1).nonzero().flatten().tolist()
+        params = [name for name, differs in zip(names, unequal.any(dim=0).tolist()) if differs]
+        raise RuntimeError(
+            f"Processes {ranks} ended with other weights than process {trainer.args.process_index} in {params[:5]}."
+        )
+    logger.info("All %d processes hold identical weights (sum %.10g).", trainer.args.world_size, sums.sum().item())

@@ -30,6 +30,7 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .checkpoint_averaging import load_averaged_weights
 from .data import TranslationDataArguments, load_translation_datasets, tokenize_translation_datasets
+from .distributed import check_replicas_agree
 from .errors import InputError
 from .hub import model_location, push_from_training_args
 from .metrics import make_compute_metrics
@@ -277,7 +278,7 @@ def setup_logging(training_args) -> None:
         handlers=[logging.StreamHandler(sys.stdout)],
     )
     level = training_args.get_process_log_level()
-    logger.setLevel(level)
+    logging.getLogger(__package__).setLevel(level)  # this module's logger and the package's others
     datasets.utils.logging.set_verbosity(level)
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
@@ -338,6 +339,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     all_metrics = {}
     train_result = trainer.train(resume_from_checkpoint=resume_from)
+    check_replicas_agree(trainer)
     train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
     if training_args.average_last_checkpoints:
         train_metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
@@ -382,6 +384,7 @@ def main(argv: list[str] | None = None) -> dict:
             training_args=training_args,
             repo_id=training_args.hub_model_id,
         )
+        logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
         if push_to_hub:

@@ -1,4 +1,4 @@
-"""`Seq2SeqTrainer` that batches training examples by token count (`TokenBatchSampler`), DDP included."""
+"""`Seq2SeqTrainer` that batches training examples by token count (`TokenBatchSampler`), under DDP and FSDP too."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import datasets
+import torch
+from accelerate import PartialState
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_utils import seed_worker
@@ -17,6 +19,15 @@ from transformers.trainer_utils import seed_worker
 from transformers.utils import logging
 
 from .batching import BucketPaddingCollator, TokenBatchSampler
+from .distributed import (
+    check_fsdp_version,
+    check_resumable,
+    enable_requested_fsdp,
+    own_class,
+    share_one_embedding_module,
+    sharding_summary,
+)
+from .errors import InputError
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 
 logger = logging.get_logger(__name__)
@@ -53,13 +64,42 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         },
     )
 
+    ddp_find_unused_parameters: bool | None = field(
+        default=False,
+        metadata={
+            "help": "DDP's find_unused_parameters. False here (the Trainer's default is True): every parameter of "
+            "this model takes part in every step, so DDP need not search the autograd graph for unused ones each "
+            "step. Pass true for a model that leaves some unused."
+        },
+    )
+
+    def _process_fsdp_args(self) -> dict | None:
+        """The Trainer's `--fsdp` settings, with checkpoints in shards unless `fsdp_config` says otherwise (the
+        Trainer's default is whole ones, gathered on rank 0, which FSDP cannot resume for this model; see
+        `distributed.share_one_embedding_module`). accelerate's FSDP2 saves in shards by default too."""
+        plugin_args = super()._process_fsdp_args()
+        if plugin_args is not None and "state_dict_type" not in self.fsdp_config:
+            plugin_args["state_dict_type"] = "SHARDED_STATE_DICT"
+        return plugin_args
+
+    @cached_property
+    def _setup_devices(self) -> torch.device:
+        """The Trainer's device setup, with --ddp_timeout for CPU processes too (transformers passes it only on
+        accelerators): how long a process waits for a lost or hung peer before the job ends."""
+        configured = getattr(self.accelerator_config, "use_configured_state", False)
+        if self.use_cpu and not configured and not torch.distributed.is_initialized():
+            PartialState._reset_state()  # as the Trainer's setup does: no state of earlier arguments is reused
+            PartialState(cpu=True, backend=self.ddp_backend, timeout=self.ddp_timeout_delta)
+        return super()._setup_devices
+
 
 class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     """Seq2SeqTrainer whose training batches hold at most `max_tokens_per_batch` padded tokens per side.
 
     `max_tokens_per_batch` comes from the constructor, else from `args.max_tokens_per_batch`; when it is None this
     is a plain Seq2SeqTrainer. `per_device_train_batch_size` is then ignored for training. The training dataset must
-    be a tokenized `datasets.Dataset` with `input_ids` and `labels`.
+    be a tokenized `datasets.Dataset` with `input_ids` and `labels`. FSDP, asked for by the launcher or `--fsdp`,
+    runs or stops with an error, never falls back to DDP (see `distributed.py`).
     """
 
     def __init__(self, *args, max_tokens_per_batch: int | None = None, **kwargs) -> None:
@@ -69,6 +109,36 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._token_batch_sampler: TokenBatchSampler | None = None
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
+        if self.is_fsdp_enabled:
+            share_one_embedding_module(self.model)
+            self.add_callback(_LogSharding())
+
+    def create_accelerator_and_postprocess(self) -> None:
+        """The Trainer's Accelerator, with FSDP wherever it was asked for (see `distributed.enable_requested_fsdp`)."""
+        check_fsdp_version(self.args)
+        super().create_accelerator_and_postprocess()
+        self.is_fsdp_enabled = enable_requested_fsdp(self.accelerator, self.args)
+        if self.is_fsdp_enabled and self.args.average_last_checkpoints:
+            raise InputError(
+                "--average_last_checkpoints does not work under FSDP. Save whole checkpoints (state_dict_type "
+                "FULL_STATE_DICT: --fsdp_state_dict_type for accelerate launch, in --fsdp_config for --fsdp) and "
+                "average them after the run: scripts/average_checkpoints.py RUN_DIR --last N --output_dir OUT."
+            )
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
+        if self.is_fsdp_enabled and isinstance(resume_from_checkpoint, str):
+            check_resumable(resume_from_checkpoint)
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        """The Trainer's save; under FSDP2 with the model under its own class (see `own_class`) and each tied weight
+        once: the gathered state dict holds a copy under every name of a tied weight, where save_pretrained looks for
+        names that share memory."""
+        if self.is_fsdp_enabled and state_dict is not None:
+            tied = self.model.all_tied_weights_keys
+            state_dict = {name: weight for name, weight in state_dict.items() if name not in tied}
+        with own_class(self.model):
+            super()._save(output_dir, state_dict)
 
     def get_train_dataloader(self) -> DataLoader:
         """A DataLoader over token-count batches, prepared by accelerate without re-sharding the batches."""
@@ -101,6 +171,13 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
 
+
+    def evaluation_loop(self, *args, **kwargs):
+        """The Trainer's loop, gathering with accelerate's `gather_for_metrics` again, where Seq2SeqTrainer's
+        evaluate() and predict() chose a plain gather: under several processes that kept the sentences accelerate
+        repeats to give every process full batches, so metrics and translations counted them twice or more."""
+        self.gather_function = self.accelerator.gather_for_metrics
+        return super().evaluation_loop(*args, **kwargs)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         """Seq2SeqTrainer's step, leaving the model's generation config as it was.
@@ -153,6 +230,13 @@ def keep_rank_aware_batches(prepared: DataLoader, sampler: TokenBatchSampler) ->
     return prepared
 
 
+class _LogSharding(TrainerCallback):
+    """Say, once the model is sharded, what each process holds of it."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        logger.info(sharding_summary(model))
+
+
 class _EpochToSamplerCallback(TrainerCallback):
     """Set the sampler's epoch at each epoch start, also when a resumed run wraps the loader to skip batches."""
 
@@ -173,10 +257,13 @@ class MarkCheckpointComplete(TrainerCallback):
 
     The Trainer writes a checkpoint's files one by one into `checkpoint-<step>`; a run killed in the middle leaves a
     folder that looks like a checkpoint but lacks, say, the optimizer state, and resuming from it would silently
-    restart the optimizer. Only checkpoints with this marker are resumed from (`last_complete_checkpoint`).
+    restart the optimizer. Only checkpoints with this marker are resumed from (`last_complete_checkpoint`). Under
+    several processes each writes its own files (its random number generators' state, its shards of the weights),
+    so the marker waits for all of them: a process lost before that leaves the checkpoint unmarked.
     """
 
     def on_save(self, args, state, control, **kwargs):
+        PartialState().wait_for_everyone()
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             staging = folder / f".{CHECKPOINT_COMPLETE}.tmp"

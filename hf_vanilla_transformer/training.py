@@ -36,6 +36,7 @@ from .data import (
     load_translation_datasets,
     tokenize_translation_datasets,
 )
+from .distributed import check_replicas_agree
 from .errors import InputError
 from .hub import model_location, push_from_training_args
 from .metrics import make_compute_metrics
@@ -304,7 +305,7 @@ def setup_logging(training_args) -> None:
         handlers=[logging.StreamHandler(sys.stdout)],
     )
     level = training_args.get_process_log_level()
-    logger.setLevel(level)
+    logging.getLogger(__package__).setLevel(level)  # this module's logger and the package's others
     datasets.utils.logging.set_verbosity(level)
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
@@ -368,9 +369,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     all_metrics = {}
     train_result = trainer.train(resume_from_checkpoint=resume_from)
+    check_replicas_agree(trainer)
     train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
     if training_args.average_last_checkpoints:
         train_metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+    if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model()
     trainer.log_metrics("train", train_metrics)
     trainer.save_metrics("train", train_metrics)
@@ -410,6 +414,7 @@ def main(argv: list[str] | None = None) -> dict:
             training_args=training_args,
             repo_id=training_args.hub_model_id,
         )
+        logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
         if push_to_hub:

@@ -1,10 +1,9 @@
 """The main job, end to end on tiny models: data sources, the paper's recipe as defaults, token batching, metrics,
-outputs, checkpoint averaging, fine-tuning, and two processes under `accelerate launch`."""
+outputs, checkpoint averaging and fine-tuning (several processes: test_distributed_training.py)."""
 
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -187,21 +186,6 @@ def test_no_data_arguments_means_the_builtin_corpus(tmp_path):
     model, data, args = parse_arguments(["--output_dir", str(tmp_path)])
     assert data.builtin_dataset == "number_words" and (data.source_lang, data.target_lang) == ("de", "en")
     assert args.warmup_steps == 400 and args.learning_rate == pytest.approx(128**-0.5 * 400**-0.5)
-
-
-def test_two_processes_under_accelerate_launch(tmp_path):
-    accelerate = shutil.which("accelerate", path=os.path.dirname(sys.executable))
-    log = run_script(
-        "--output_dir", tmp_path, *FEW_NUMBERS, *TINY, "--max_steps", "4", "--per_device_train_batch_size", "8",
-        "--max_eval_samples", "8", "--max_predict_samples", "8", "--save_strategy", "no",
-        "--max_tokens_per_batch", "200",
-        launcher=(accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                  "--mixed_precision", "no", "--dynamo_backend", "no"),
-    )
-    assert "process 0 of 2" in log and "process 1 of 2" in log
-    state = json.loads((tmp_path / "trainer_state.json").read_text())
-    assert state["global_step"] == 4
-    assert "eval_bleu" in json.loads((tmp_path / "all_results.json").read_text())
 
 
 MULTI30K = SHARED_DATA / "multi30k"

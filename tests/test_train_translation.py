@@ -14,6 +14,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
 import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
+from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.training import parse_arguments
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
@@ -185,7 +186,14 @@ def test_trainer_flags_override_the_recipe(tmp_path):
 def test_no_data_arguments_means_the_builtin_corpus(tmp_path):
     model, data, args = parse_arguments(["--output_dir", str(tmp_path)])
     assert data.builtin_dataset == "number_words" and (data.source_lang, data.target_lang) == ("de", "en")
-    assert args.warmup_steps == 400 and args.learning_rate == pytest.approx(128**-0.5 * 400**-0.5)
+    assert args.warmup_steps == 400 and args.learning_rate == 2e-3 and args.average_last_checkpoints == 3
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--save_strategy", "no"])
+    assert args.average_last_checkpoints is None  # the run's averaging yields to the user's saving
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--save_total_limit", "1", "--warmup_steps", "100"])
+    assert args.average_last_checkpoints is None and args.save_total_limit == 1
+    assert args.learning_rate == 2e-3  # the built-in run's rate, not the paper's formula
+    with pytest.raises(InputError, match="raise --save_total_limit to at least 3"):
+        parse_arguments(["--output_dir", str(tmp_path), "--save_total_limit", "1", "--average_last_checkpoints", "3"])
 
 
 MULTI30K = SHARED_DATA / "multi30k"

@@ -60,7 +60,7 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         metadata={
             "help": "After training, average the weights of the last N saved checkpoints (the paper: 5 for the base "
             "model, 20 for big; section 6.1), evaluate that model and save it as the run's model. Needs checkpoints "
-            "(--save_strategy steps or epoch); --save_total_limit is raised to N unless given."
+            "(--save_strategy steps or epoch); --save_total_limit is raised to N unless given. 0: no averaging."
         },
     )
 

@@ -36,7 +36,7 @@ from .data import (
     load_translation_datasets,
     tokenize_translation_datasets,
 )
-from .distributed import check_replicas_agree
+from .distributed import check_replicas_agree, fsdp_requested
 from .errors import InputError
 from .hub import model_location, push_from_training_args
 from .metrics import make_compute_metrics
@@ -166,8 +166,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if "learning_rate" not in given and "learning_rate" not in defaults:
         d_model = new_model_d_model(model_args, data_args)
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
-    if "average_last_checkpoints" not in given and not keeps_checkpoints_to_average(training_args, given):
-        training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's saving
+    if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
+        training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     return model_args, data_args, training_args
 
@@ -187,10 +187,11 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
     return defaults
 
 
-def keeps_checkpoints_to_average(training_args, given: set[str]) -> bool:
-    """Whether the run saves the checkpoints `--average_last_checkpoints` asks for (`given`: the user's flags)."""
+def default_averaging_fits(training_args, given: set[str]) -> bool:
+    """Whether a default `--average_last_checkpoints` fits the user's flags (`given`): the run saves and keeps the
+    checkpoints it averages, and is not under FSDP, which does not average."""
     count, limit = training_args.average_last_checkpoints, training_args.save_total_limit
-    if training_args.save_strategy == SaveStrategy.NO:
+    if training_args.save_strategy == SaveStrategy.NO or fsdp_requested(training_args):
         return False
     return count is None or "save_total_limit" not in given or limit is None or limit >= count
 
@@ -198,10 +199,12 @@ def keeps_checkpoints_to_average(training_args, given: set[str]) -> bool:
 def check_averaging(training_args, keep_limit: bool) -> None:
     """`--average_last_checkpoints N` needs N checkpoints on disk at the end: say so before training, not after."""
     count = training_args.average_last_checkpoints
-    if count is None:
+    if count == 0:  # how to turn a default averaging off
+        training_args.average_last_checkpoints = None
+    if not count:
         return
-    if count < 1:
-        raise InputError(f"--average_last_checkpoints must be at least 1, got {count}.")
+    if count < 0:
+        raise InputError(f"--average_last_checkpoints must be 0 (no averaging) or more, got {count}.")
     if training_args.save_strategy == SaveStrategy.NO:
         raise InputError(
             "--average_last_checkpoints averages saved checkpoints, but --save_strategy is 'no': use 'epoch' or "

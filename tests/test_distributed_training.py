@@ -41,6 +41,7 @@ RUN = [
     *FEW_NUMBERS, *TINY, "--max_tokens_per_batch", MAX_TOKENS, "--num_train_epochs", EPOCHS, "--save_strategy",
     "steps", "--save_steps", SAVE_STEPS, "--logging_steps", "1", "--eval_strategy", "no", "--max_eval_samples", "8",
     "--max_predict_samples", "8", "--per_device_eval_batch_size", "4", "--include_num_input_tokens_seen", "true",
+    "--average_last_checkpoints", "0",  # the built-in run's averaging off: DDP and FSDP models are compared
     "--log_level", "info", "--log_level_replica", "info",
 ]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}

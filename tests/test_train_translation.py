@@ -96,8 +96,10 @@ def test_averaging_needs_checkpoints(tmp_path):
         parse_arguments([*base, "--save_total_limit", "3"])
     with pytest.raises(ValueError, match="--save_strategy is 'no'"):
         parse_arguments([*base, "--save_strategy", "no"])
-    with pytest.raises(ValueError, match="at least 1"):
-        parse_arguments(["--output_dir", str(tmp_path), "--average_last_checkpoints", "0"])
+    with pytest.raises(ValueError, match="must be 0 \\(no averaging\\) or more, got -1"):
+        parse_arguments(["--output_dir", str(tmp_path), "--average_last_checkpoints", "-1"])
+    off = parse_arguments(["--output_dir", str(tmp_path), "--average_last_checkpoints", "0", "--save_strategy", "no"])
+    assert off[2].average_last_checkpoints is None  # 0 turns the built-in run's averaging off
 
 
 def test_token_batching_bounds_every_batch(builtin_run):
@@ -183,7 +185,7 @@ def test_trainer_flags_override_the_recipe(tmp_path):
     assert args.learning_rate == 3e-4
 
 
-def test_no_data_arguments_means_the_builtin_corpus(tmp_path):
+def test_no_data_arguments_means_the_builtin_corpus(tmp_path, monkeypatch):
     model, data, args = parse_arguments(["--output_dir", str(tmp_path)])
     assert data.builtin_dataset == "number_words" and (data.source_lang, data.target_lang) == ("de", "en")
     assert args.warmup_steps == 400 and args.learning_rate == 2e-3 and args.average_last_checkpoints == 3
@@ -194,6 +196,8 @@ def test_no_data_arguments_means_the_builtin_corpus(tmp_path):
     assert args.learning_rate == 2e-3  # the built-in run's rate, not the paper's formula
     with pytest.raises(InputError, match="raise --save_total_limit to at least 3"):
         parse_arguments(["--output_dir", str(tmp_path), "--save_total_limit", "1", "--average_last_checkpoints", "3"])
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")  # accelerate launch --use_fsdp: FSDP does not average
+    assert parse_arguments(["--output_dir", str(tmp_path)])[2].average_last_checkpoints is None
 
 
 MULTI30K = SHARED_DATA / "multi30k"

@@ -163,8 +163,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed
+    d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     if "learning_rate" not in given and "learning_rate" not in defaults:
-        d_model = new_model_d_model(model_args, data_args)
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags

@@ -153,10 +153,10 @@ def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_f
     assert as_on_gpu.accelerator_config.non_blocking  # a batch's copy to the GPU does not wait for the GPU
 
 
-@pytest.mark.parametrize("bucket_shapes", ["true", "false"])
-def test_torch_compile_compiles_at_most_twice_in_20_token_batched_steps(tmp_path, monkeypatch, bucket_shapes):
+def test_torch_compile_compiles_at_most_twice_in_20_token_batched_steps(tmp_path, monkeypatch):
     """Token-count batches change shape almost every step; torch.compile (aot_eager here, as on a GPU with inductor)
-    must mark the lengths dynamic after the first change instead of compiling each new shape."""
+    must mark the lengths dynamic after the first change instead of compiling each new shape. (Bucketed shapes are
+    fewer of the same kind.)"""
     shapes = []
     collate = DataCollatorForSeq2Seq.__call__
 
@@ -169,7 +169,7 @@ def test_torch_compile_compiles_at_most_twice_in_20_token_batched_steps(tmp_path
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     main(["--output_dir", str(tmp_path), *TINY_RUN, "--max_tokens_per_batch", "300", "--max_steps", "20",
-          "--torch_compile", "--torch_compile_backend", "aot_eager", "--bucket_shapes", bucket_shapes])
+          "--torch_compile", "--torch_compile_backend", "aot_eager", "--bucket_shapes", "false"])
     compiled = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     torch._dynamo.reset()
     assert len(set(shapes[:20])) >= 3

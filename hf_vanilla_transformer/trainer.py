@@ -171,7 +171,6 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
 
-
     def evaluation_loop(self, *args, **kwargs):
         """The Trainer's loop, gathering with accelerate's `gather_for_metrics` again, where Seq2SeqTrainer's
         evaluate() and predict() chose a plain gather: under several processes that kept the sentences accelerate

@@ -405,7 +405,8 @@ def run_training_script_loop(args, model) -> float:
     class Clock(TrainerCallback):
         """The time at the end of the warm-up steps and at the end of the run, the device's work done."""
 
-        marks = []
+        def __init__(self):
+            self.marks = []
 
         def on_step_end(self, training_args, state, control, **kwargs):
             if state.global_step in (warmup, warmup + timed_steps):
@@ -428,11 +429,11 @@ def run_training_script_loop(args, model) -> float:
         collator = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
         trainer = TokenBatchingSeq2SeqTrainer(
             model=model.train(), args=training_args, train_dataset=dataset,
-            data_collator=collator(tokenizer, model=model), callbacks=[Clock()],
+            data_collator=collator(tokenizer, model=model), callbacks=[clock := Clock()],
         )
         trainer.remove_callback(PrinterCallback)  # its summary line would cut into the benchmark's output
         trainer.train()
-    start, end = Clock.marks
+    start, end = clock.marks
     model.zero_grad(set_to_none=True)
     return args.batch_size * args.seq_len * timed_steps / (end - start)
 

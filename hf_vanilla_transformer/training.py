@@ -184,6 +184,8 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
         defaults["use_cpu"] = "true"
     elif torch.cuda.is_available() and "use_cpu" not in given:
         defaults.update(GPU_DEFAULTS)
+    if not torch.accelerator.is_available():  # pinned memory speeds copies to an accelerator; without one torch warns
+        defaults["dataloader_pin_memory"] = "false"
     return defaults
 
 
@@ -327,6 +329,9 @@ def setup_logging(training_args) -> None:
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
     transformers.utils.logging.enable_explicit_format()
+    if training_args.disable_tqdm:  # no bars at all, not only the Trainer's: none from tokenizing or saving either
+        datasets.disable_progress_bars()
+        transformers.utils.logging.disable_progress_bar()
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -141,12 +141,15 @@ def test_the_training_script_checks_token_ids_where_it_makes_the_data():
 def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_fused_adamw(monkeypatch, tmp_path):
     _, _, on_cpu = parse_arguments(["--output_dir", str(tmp_path)])
     assert not on_cpu.bucket_shapes and on_cpu.dataloader_num_workers == 0
-    assert on_cpu.optim == "adamw_torch_fused" and on_cpu.dataloader_pin_memory and not on_cpu.logging_nan_inf_filter
+    assert on_cpu.optim == "adamw_torch_fused" and not on_cpu.logging_nan_inf_filter
+    assert on_cpu.dataloader_pin_memory == torch.accelerator.is_available()  # without one, torch warns about pinning
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     on_gpu = recipe_defaults(set())
     assert {**on_gpu, **GPU_DEFAULTS} == on_gpu and GPU_DEFAULTS["bucket_shapes"] == "true"
     assert GPU_DEFAULTS["dataloader_num_workers"] == "2" and GPU_DEFAULTS["dataloader_persistent_workers"] == "true"
     assert "bucket_shapes" not in recipe_defaults({"use_cpu"})
+    assert on_gpu.get("dataloader_pin_memory", "true") == "true"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     _, _, as_on_gpu = parse_arguments(["--output_dir", str(tmp_path), *(f"--{k}={v}" for k, v in on_gpu.items())])
     assert as_on_gpu.bucket_shapes and as_on_gpu.dataloader_num_workers == 2 and as_on_gpu.optim == "adamw_torch_fused"

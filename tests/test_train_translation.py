@@ -4,6 +4,8 @@ outputs, checkpoint averaging and fine-tuning (several processes: test_distribut
 import gzip
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
@@ -87,6 +89,17 @@ def test_no_saved_generation_config_cuts_translations(builtin_run):
         saved = json.loads((folder / "generation_config.json").read_text())
         assert "max_length" not in saved and "max_new_tokens" not in saved, folder
         assert saved["num_beams"] == 4
+
+
+def test_disable_tqdm_means_no_progress_bars_at_all(tmp_path):
+    """--disable_tqdm true (for logs and batch jobs) also silences the bars of tokenizing and of saving checkpoints."""
+    log = run_script(
+        "--output_dir", tmp_path, *FEW_NUMBERS, *TINY, "--max_steps", "4", "--save_strategy", "steps",
+        "--save_steps", "2", "--eval_strategy", "no", "--num_samples_to_print", "0", "--disable_tqdm", "true",
+    )
+    assert (tmp_path / "checkpoint-4").is_dir() and "'train_runtime'" in log
+    for bar in ("Tokenizing", "Writing model shards", "%|"):
+        assert bar not in log, bar
 
 
 def test_averaging_needs_checkpoints(tmp_path):
@@ -240,6 +253,29 @@ def test_multi30k_recipe(tmp_path):
     assert predicted == expected
     assert results["eval_gen_len"] >= 25
     assert "max_length" not in json.loads((tmp_path / "generation_config.json").read_text())
+
+
+def readme_training_commands():
+    """The complete `python scripts/train_translation.py ...` commands of the README's code blocks (continuation
+    lines joined; the sketches ending in "..." left out)."""
+    blocks = re.findall(r"```bash\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), flags=re.S)
+    commands = [line for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    return [shlex.split(line.split("#")[0]) for line in commands
+            if line.startswith("python scripts/train_translation.py") and "..." not in line]
+
+
+def test_the_readme_training_commands_parse(tmp_path):
+    """Each recipe in the README names only flags the script has, with values it takes (a typo fails here, not
+    after a user has set up the data)."""
+    commands = readme_training_commands()
+    assert any("--train_prefix" in command for command in commands), "the Multi30k recipes are gone from README.md"
+    for command in commands:
+        args = command[2:]
+        args[args.index("--output_dir") + 1] = str(tmp_path)
+        if "--bf16" in args and not torch.cuda.is_available():
+            args += ["--use_cpu", "true"]  # a GPU recipe: transformers refuses --bf16 without a GPU unless told
+        model_args, _, training_args = parse_arguments(args)
+        assert training_args.output_dir == str(tmp_path) and model_args.vocab_size > 0
 
 
 def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path):

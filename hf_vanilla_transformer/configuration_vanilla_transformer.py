@@ -3,6 +3,16 @@
 from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
 
+# The "big" model's departures from the base defaults (Table 3)
+BIG_SIZES = dict(
+    d_model=1024,
+    encoder_attention_heads=16,
+    decoder_attention_heads=16,
+    encoder_ffn_dim=4096,
+    decoder_ffn_dim=4096,
+    dropout=0.3,
+)
+
 
 class VanillaTransformerConfig(PreTrainedConfig):
     r"""
@@ -93,15 +103,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     @classmethod
     def big(cls, **kwargs) -> "VanillaTransformerConfig":
         """The paper's "big" model (Table 3): d_model 1024, 16 heads, d_ff 4096, dropout 0.3; 213M parameters."""
-        sizes = dict(
-            d_model=1024,
-            encoder_attention_heads=16,
-            decoder_attention_heads=16,
-            encoder_ffn_dim=4096,
-            decoder_ffn_dim=4096,
-            dropout=0.3,
-        )
-        return cls(**{**sizes, **kwargs})
+        return cls(**{**BIG_SIZES, **kwargs})
 
     def __post_init__(self, **kwargs):
         super().__post_init__(**kwargs)

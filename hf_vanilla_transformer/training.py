@@ -28,7 +28,7 @@ from transformers import (
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
-from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
 from .checkpoint_averaging import load_averaged_weights
 from .data import (
     TranslationDataArguments,
@@ -164,6 +164,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
+    check_new_model_flags(model_args, data_args)
     if "learning_rate" not in given and "learning_rate" not in defaults:
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
@@ -248,13 +249,27 @@ def new_model_d_model(model_args: ModelArguments, data_args: DataArguments) -> i
     return model_args.d_model or model_sizes(model_args, data_args).get("d_model", VanillaTransformerConfig().d_model)
 
 
+def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments) -> None:
+    """The size flags of a new model make a possible model: say so at once, not after the tokenizer's training."""
+    if model_args.model_name_or_path or model_args.config_name:
+        return
+    vocab_size = VanillaTransformerConfig().vocab_size if model_args.tokenizer_name else model_args.vocab_size
+    try:
+        model_config(model_args, data_args, vocab_size)
+    except ValueError as error:
+        raise InputError(
+            f"The model flags make an impossible model: {str(error).rstrip('.')}. Fix --vocab_size, --preset, "
+            "--d_model, --layers, --attention_heads, --ffn_dim or --dropout (`--help` describes them)."
+        ) from error
+
+
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
     """The preset's sizes ('base' unless the built-in corpus, then 'tiny')."""
     preset = model_args.preset or ("tiny" if data_args.builtin_dataset else "base")
-    presets = {"base": {}, "big": VanillaTransformerConfig.big().to_diff_dict(), "tiny": TINY_MODEL}
+    presets = {"base": {}, "big": BIG_SIZES, "tiny": TINY_MODEL}
     if preset not in presets:
         raise InputError(f"--preset must be one of {sorted(presets)}, got {preset!r}.")
-    return {k: v for k, v in presets[preset].items() if k in VanillaTransformerConfig.__dataclass_fields__}
+    return dict(presets[preset])
 
 
 def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_size: int, **token_ids):

@@ -75,9 +75,23 @@ def model_folder_without_model(tmp):
     return ["--model_name_or_path", tmp / "nothing"], ["nothing", "no config.json"]
 
 
+def heads_that_do_not_divide_d_model(tmp):
+    return ["--d_model", "100", "--attention_heads", "8"], ["impossible model", "does not divide `d_model`=100",
+                                                            "--attention_heads"]
+
+
+def dropout_out_of_range(tmp):
+    return ["--dropout", "1.5"], ["impossible model", "`dropout`", "1.5", "--dropout"]
+
+
+def no_layers(tmp):
+    return ["--layers", "0"], ["impossible model", "`encoder_layers` must be a positive integer, got 0", "--layers"]
+
+
 @pytest.mark.parametrize("make_case", [
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
-    resume_without_checkpoint, model_folder_without_model,
+    resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
+    no_layers,
 ])
 def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
     args, expected = make_case(tmp_path)

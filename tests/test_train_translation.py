@@ -17,7 +17,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
 from hf_vanilla_transformer.errors import InputError
-from hf_vanilla_transformer.training import parse_arguments
+from hf_vanilla_transformer.training import model_config, parse_arguments
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 TINY = ["--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300"]
@@ -196,6 +196,23 @@ def test_trainer_flags_override_the_recipe(tmp_path):
     assert args.learning_rate == pytest.approx(1024**-0.5 * 100**-0.5)  # big: d_model 1024
     _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--learning_rate", "3e-4"])
     assert args.learning_rate == 3e-4
+
+
+@pytest.mark.parametrize("flags, sizes", [
+    (["--preset", "big"], (1024, 6, 16, 4096, 0.3)),
+    (["--preset", "big", "--layers", "2", "--dropout", "0.1"], (1024, 2, 16, 4096, 0.1)),
+    (["--preset", "base"], (512, 6, 8, 2048, 0.1)),
+    (["--preset", "tiny", "--attention_heads", "2"], (128, 3, 2, 512, 0.1)),
+])
+def test_a_preset_and_size_flags_make_the_new_models_config(tmp_path, flags, sizes):
+    model_args, data_args, _ = parse_arguments(
+        ["--output_dir", str(tmp_path), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de", *flags]
+    )
+    config = model_config(model_args, data_args, 1000, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    assert (config.d_model, config.encoder_layers, config.encoder_attention_heads, config.encoder_ffn_dim,
+            config.dropout) == sizes
+    assert (config.decoder_layers, config.decoder_attention_heads, config.decoder_ffn_dim) == sizes[1:4]
+    assert config.vocab_size == 1000 and not config.normalize_before
 
 
 def test_no_data_arguments_means_the_builtin_corpus(tmp_path, monkeypatch):

@@ -24,6 +24,8 @@ import torch
 from torch.utils.data import Sampler
 from transformers import DataCollatorForSeq2Seq
 
+from .errors import InputError
+
 
 def bucket_length(length: int) -> int:
     """The padded length of a batch whose longest sequence has `length` tokens: a multiple of 8 up to 128, of 16 up
@@ -118,12 +120,13 @@ def _padded_lengths(lengths: Sequence[int], multiple: int | None) -> np.ndarray:
 
 
 def _check_fits(source: np.ndarray, target: np.ndarray, max_tokens: int) -> None:
-    """Raise ValueError if an example alone exceeds `max_tokens` on either side."""
+    """Raise InputError (a ValueError) if an example alone exceeds `max_tokens` on either side."""
     longest = int(max(source.max(initial=0), target.max(initial=0)))
     if longest > max_tokens:
-        raise ValueError(
-            f"An example has {longest} tokens, more than max_tokens={max_tokens} per batch: raise max_tokens or "
-            "truncate shorter (max_source_length / max_target_length)."
+        raise InputError(
+            f"An example has {longest} tokens, more than max_tokens={max_tokens} per batch: raise max_tokens "
+            f"(--max_tokens_per_batch) to at least {longest} or truncate shorter (--max_source_length / "
+            "--max_target_length)."
         )
 
 

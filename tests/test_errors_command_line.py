@@ -88,10 +88,17 @@ def no_layers(tmp):
     return ["--layers", "0"], ["impossible model", "`encoder_layers` must be a positive integer, got 0", "--layers"]
 
 
+def batches_smaller_than_a_sentence(tmp):
+    write(tmp / "s.de", "eine ziemlich lange Zeile mit vielen Wörtern darin\n".encode() * 50)
+    write(tmp / "s.en", b"a rather long line with many words in it\n" * 50)
+    return ["--train_prefix", tmp / "s", "--vocab_size", "300", "--max_tokens_per_batch", "5"], [
+        "more than max_tokens=5", "--max_tokens_per_batch", "--max_source_length"]
+
+
 @pytest.mark.parametrize("make_case", [
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
-    no_layers,
+    no_layers, batches_smaller_than_a_sentence,
 ])
 def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
     args, expected = make_case(tmp_path)

@@ -30,7 +30,11 @@ def test_damaged_weights_say_so(saved, tmp_path, damage):
 
 
 def test_config_of_another_model_type_is_refused(tmp_path):
-    MarianConfig(vocab_size=99, pad_token_id=98, decoder_start_token_id=98).save_pretrained(tmp_path)
+    MarianConfig(  # small, so that the last line builds its MarianMTModel in a moment
+        vocab_size=99, pad_token_id=98, decoder_start_token_id=98, d_model=16, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+        max_position_embeddings=64,
+    ).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="model type 'marian', not 'vanilla_transformer'.*from_marian"):
         VanillaTransformerConfig.from_pretrained(tmp_path)
     with pytest.raises(ValueError, match="model type 'marian'"):

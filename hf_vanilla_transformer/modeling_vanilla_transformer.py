@@ -620,16 +620,35 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
 
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
         """`GenerationMixin.generate` with the paper's length limit [6.1] as the default: at most source length + 50
-        new tokens, unless `max_length` or `max_new_tokens` is set in the call or the generation config."""
+        new tokens, unless `max_length` or `max_new_tokens` is set in the call or the generation config.
+
+        Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`), as
+        transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
+        without its mask would attend to the padding and translate its shorter sentences differently."""
         config = generation_config if generation_config is not None else self.generation_config
         limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
         if all(limit is None for limit in limits) and source is not None:
             kwargs["max_new_tokens"] = source.shape[1] + 50
+        if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
+            mask = self._padding_mask_of(source, config)
+            if mask is not None:
+                kwargs["attention_mask"] = mask
         if source is not None and not on_host(source) and not source.is_floating_point() and source.numel():
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         return super().generate(inputs, generation_config=generation_config, **kwargs)
+
+    def _padding_mask_of(self, source: torch.Tensor | None, config) -> torch.Tensor | None:
+        """`source` ids' attention mask, 0 at `pad_token_id`; None for embeddings, or without a pad token distinct from
+        the end token (then padding cannot be told from text)."""
+        if source is None or source.is_floating_point() or source.dim() != 2:
+            return None
+        pad = config.pad_token_id if config.pad_token_id is not None else self.config.pad_token_id
+        eos = config.eos_token_id if config.eos_token_id is not None else self.config.eos_token_id
+        if pad is None or pad in (eos if isinstance(eos, list) else [eos]):
+            return None
+        return source.ne(pad).long()
 
     def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):
         """Beams (and returned sequences) of a source share its encoder output and mask instead of copies of them:

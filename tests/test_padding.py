@@ -36,6 +36,23 @@ def test_translation_is_the_same_alone_and_in_a_padded_batch(model, side, num_be
     assert batched == alone
 
 
+@pytest.mark.parametrize("num_beams", [1, 4])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_padded_ids_without_their_mask_translate_as_with_it(model, side, num_beams):
+    """`generate(input_ids)` alone, as many examples call it: the mask comes from the pad token (transformers 5
+    infers it for decoder-only models only)."""
+    settings = dict(num_beams=num_beams, max_new_tokens=8, min_new_tokens=8, early_stopping=True)
+    ids, mask = pad(SOURCES, side)
+    with_mask = model.generate(ids, attention_mask=mask, **settings).tolist()
+    assert model.generate(ids, **settings).tolist() == with_mask
+    assert model.generate(input_ids=ids, **settings).tolist() == with_mask
+    scores = {  # a mask that is given wins: attending to the padding changes the first step's scores
+        name: model.generate(ids, **given, **settings, return_dict_in_generate=True, output_scores=True).scores[0]
+        for name, given in (("inferred", {}), ("all ones", {"attention_mask": torch.ones_like(ids)}))
+    }
+    assert not torch.allclose(scores["inferred"], scores["all ones"])
+
+
 def test_encoder_states_of_real_tokens_do_not_depend_on_padding_side(model):
     right_ids, right_mask = pad(SOURCES, "right")
     left_ids, left_mask = pad(SOURCES, "left")

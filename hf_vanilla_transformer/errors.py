@@ -44,3 +44,26 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
             raise
         print(f"{name or Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
         sys.exit(USAGE_ERROR_STATUS)
+
+
+def usable_device(value: str, flag: str = "--device"):
+    """`value` ("cpu", "cuda", "cuda:1", "mps", ...) as a `torch.device` this machine has; an InputError naming
+    `flag` for a name torch does not know, a device type it cannot use here, or an index past the last device."""
+    import torch
+
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        raise InputError(f"{flag} {value}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...") from None
+    if device.type in ("cpu", "meta"):
+        return device
+    module = getattr(torch, device.type, None)
+    if module is None or not getattr(module, "is_available", lambda: False)():
+        raise InputError(
+            f"{flag} {value}: this torch ({torch.__version__}) has no usable {device.type} device here; "
+            f"pass {flag} cpu, or install a torch build for the device and its driver."
+        )
+    count = module.device_count() if hasattr(module, "device_count") else None
+    if device.index is not None and count is not None and device.index >= count:
+        raise InputError(f"{flag} {value}: there are {count} {device.type} devices here, numbered from 0.")
+    return device

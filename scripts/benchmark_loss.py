@@ -21,6 +21,7 @@ import torch
 from benchmark import DTYPES, alternate, machine_description, peak_memory, reset_peak_memory
 from transformers.trainer_pt_utils import LabelSmoother
 
+from hf_vanilla_transformer.errors import InputError, usable_device
 from hf_vanilla_transformer.modeling_vanilla_transformer import translation_loss
 
 LOSSES = {
@@ -38,7 +39,17 @@ def parse_arguments(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--memory_worker", choices=list(LOSSES), help=argparse.SUPPRESS)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name in ("tokens", "vocab_size", "repeats"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}.")
+    if not 0 <= args.label_smoothing <= 1:
+        parser.error(f"--label_smoothing must be in [0, 1], got {args.label_smoothing}.")
+    try:
+        usable_device(args.device)
+    except InputError as error:
+        parser.error(str(error))
+    return args
 
 
 def inputs(args):

@@ -14,7 +14,9 @@ model's generation config (the paper's 4 beams and length penalty 0.6) unless ov
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from pathlib import Path
 
 import torch
 
@@ -40,8 +42,26 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
                              "CPU (quantize_int8; translations may differ slightly from fp32's)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error("--batch_size must be at least 1.")
+    for name in ("batch_size", "num_beams", "max_new_tokens"):
+        if (value := getattr(args, name)) is not None and value < 1:
+            parser.error(f"--{name} must be at least 1, got {value}.")
+    if args.length_penalty is not None and not math.isfinite(args.length_penalty):
+        parser.error(f"--length_penalty must be a finite number, got {args.length_penalty}.")
+    if args.quantize and args.device is not None and args.device.split(":")[0] != "cpu":
+        parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {args.device}).")
+    if args.device is not None:
+        from hf_vanilla_transformer.errors import InputError, usable_device
+
+        try:
+            usable_device(args.device)
+        except InputError as error:
+            parser.error(str(error))
+    if args.output != "-":
+        output = Path(args.output)
+        if output.is_dir():
+            parser.error(f"-o {args.output} is a folder: give a file name, e.g. -o {output / 'translations.txt'}.")
+        if not output.resolve().parent.is_dir():
+            parser.error(f"-o {args.output}: the folder {output.parent} does not exist; create it first.")
     return args, parser
 
 
@@ -88,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         disable_progress_bars()
         logging.disable_progress_bar()
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if args.quantize and torch.device(device).type != "cpu":
+    if args.quantize and torch.device(device).type != "cpu":  # a GPU was chosen for want of --device
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {device}).")
     try:
         translator = pipeline(TASK, model=model, device=device, revision=args.revision)
@@ -106,12 +126,14 @@ def main(argv: list[str] | None = None) -> None:
     translations = translate_sentences(
         translator, lines, batch_size=args.batch_size, progress=not args.quiet, **generate_kwargs
     )
-    output = sys.stdout if args.output == "-" else open(args.output, "w", encoding="utf-8")
+    text = "".join(line + "\n" for line in translations)
+    if args.output == "-":
+        sys.stdout.write(text)
+        return
     try:
-        output.write("".join(line + "\n" for line in translations))
-    finally:
-        if output is not sys.stdout:
-            output.close()
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as error:  # checked before translating, but the disk may be full or the folder gone
+        parser.error(f"Cannot write {args.output}: {error.strerror or error}.")
 
 
 if __name__ == "__main__":

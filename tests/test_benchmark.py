@@ -112,7 +112,9 @@ def test_the_training_script_loop_runs_the_scripts_trainer_on_the_same_batches(b
 def test_tokens_per_batch_sets_the_sentences_per_batch(benchmark, capsys):
     assert benchmark.parse_arguments(["--tokens_per_batch", "25000", "--seq_len", "32"]).batch_size == 781
     for flags, message in ((["--tokens_per_batch", "20"], "less than one sentence"),
-                           (["--amp"], "--amp trains under autocast to --dtype")):
+                           (["--amp"], "--amp trains under autocast to --dtype"),
+                           (["--device", "gpu"], "--device gpu: not a device name"),
+                           (["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:")):
         with pytest.raises(SystemExit) as exit_info:
             benchmark.parse_arguments(flags)
         assert exit_info.value.code == 2 and message in capsys.readouterr().err

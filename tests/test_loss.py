@@ -203,6 +203,19 @@ def test_bf16_trainer_step_makes_no_float32_copy_of_all_the_logits(tmp_path):
     assert 0 < probe.largest < batch["labels"].numel() * VOCAB
 
 
+def test_benchmark_script_refuses_what_it_cannot_run(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location("benchmark_loss", REPO / "scripts" / "benchmark_loss.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for flags, message in ((["--tokens", "0"], "--tokens must be at least 1, got 0"),
+                           (["--label_smoothing", "1.5"], "--label_smoothing must be in [0, 1]"),
+                           (["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:")):
+        with pytest.raises(SystemExit) as exit_info:
+            script.parse_arguments(flags)
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_benchmark_script_measures_both_losses(monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(REPO / "scripts"))
     spec = importlib.util.spec_from_file_location("benchmark_loss", REPO / "scripts" / "benchmark_loss.py")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from transformers import pipeline
 
 import hf_vanilla_transformer  # noqa: F401
@@ -81,6 +82,13 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
         (lambda d, t: [str(d), str(t / "empty.txt")], "Nothing to translate"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--batch_size", "0"], "--batch_size must be at least 1"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--quantize", "int8", "--device", "cuda"], "runs on the CPU"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--num_beams", "0"], "--num_beams must be at least 1, got 0"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--max_new_tokens", "-1"], "--max_new_tokens must be at least 1"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--length_penalty", "nan"], "--length_penalty must be a finite"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--device", "gpu"], "--device gpu: not a device name"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t)], "is a folder: give a file name"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t / "no" / "out.txt")], "does not exist; create it"),
     ],
 )
 def test_errors(script, model_dir, tmp_path, capsys, make_args, message):

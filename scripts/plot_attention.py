@@ -43,6 +43,11 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     args = parser.parse_args(argv)
     if not args.sentence.strip():
         parser.error("The sentence is empty.")
+    if args.max_positions < 1:
+        parser.error(f"--max_positions must be at least 1, got {args.max_positions}.")
+    output_dir = Path(args.output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        parser.error(f"-o {args.output_dir} is a file: give a folder for the PNGs (made if missing).")
     return args, parser
 
 
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> list[Path]:
         ))
     except ValueError as error:
         parser.error(str(error))
+    except OSError as error:  # a folder that cannot be made or written
+        parser.error(f"Cannot write the plots into {args.output_dir}: {error.strerror or error}.")
     for path in written:
         print(f"wrote {path}")
     return written

@@ -82,10 +82,15 @@ def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
         (["MISSING", SENTENCE], "No model directory at"),
         (["MODEL", " "], "The sentence is empty"),
         (["MODEL", SENTENCE, "--heads", "5"], "Choose heads from 1 to 4"),
+        (["MODEL", SENTENCE, "--max_positions", "0"], "--max_positions must be at least 1, got 0"),
+        (["MODEL", SENTENCE, "-o", "FILE"], "is a file: give a folder for the PNGs"),
+        (["MODEL", SENTENCE, "-o", "FILE/plots"], "Cannot write the plots into"),
     ],
 )
 def test_script_errors(model_dir, tmp_path, capsys, args, message):
-    args = [str(tmp_path / "missing") if a == "MISSING" else str(model_dir) if a == "MODEL" else a for a in args]
+    (tmp_path / "a_file").write_text("not a folder")
+    names = {"MISSING": tmp_path / "missing", "MODEL": model_dir, "FILE": tmp_path / "a_file"}
+    args = [str(names[a]) if a in names else a.replace("FILE", str(names["FILE"])) for a in args]
     with pytest.raises(SystemExit) as exit_info:
-        load_script("plot_attention").main([*args, "-o", str(tmp_path)])
+        load_script("plot_attention").main(args if "-o" in args else [*args, "-o", str(tmp_path)])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err

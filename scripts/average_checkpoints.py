@@ -23,12 +23,24 @@ def main(argv=None):
     if not os.path.isdir(args.run_dir):
         raise MissingFileError(f"No run folder at {args.run_dir}: give a training run's --output_dir.")
     checkpoints = run_checkpoints(args.run_dir)
+    if not checkpoints and os.path.basename(os.path.normpath(args.run_dir)).startswith("checkpoint-"):
+        raise InputError(
+            f"{args.run_dir} is a checkpoint, not a run: give the run's folder, {os.path.dirname(os.path.normpath(args.run_dir))}."
+        )
     if len(checkpoints) < args.last:
         raise InputError(
             f"{args.run_dir} has {len(checkpoints)} checkpoints, fewer than --last {args.last}: lower --last or keep "
             "more with --save_total_limit when training."
         )
     chosen = checkpoints[-args.last :]
+    output = os.path.realpath(args.output_dir)
+    if os.path.exists(output) and not os.path.isdir(output):
+        parser.error(f"--output_dir {args.output_dir} is a file: give a folder for the averaged model.")
+    if output in (os.path.realpath(folder) for folder in [args.run_dir, *checkpoints]):
+        parser.error(
+            f"--output_dir {args.output_dir} would overwrite the model of the run or of a checkpoint; give a new "
+            f"folder, e.g. {os.path.join(args.run_dir, 'averaged')}."
+        )
     average_checkpoints(chosen, args.output_dir)
     print(f"Averaged {', '.join(c.name for c in chosen)} into {args.output_dir}")
 

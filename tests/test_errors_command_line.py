@@ -127,10 +127,23 @@ def test_export_ctranslate2_refuses_a_folder_without_a_model(tmp_path, monkeypat
     assert f"{tmp_path / 'empty'}" in err and "config.json" in err
 
 
+def run(tmp_path):
+    """A run folder with two (empty) checkpoints."""
+    for step in (1, 2):
+        (tmp_path / "run" / f"checkpoint-{step}").mkdir(parents=True, exist_ok=True)
+    return tmp_path / "run"
+
+
 @pytest.mark.parametrize("name, make_args, expected", [
     ("average_checkpoints", lambda d, t: [t, "--output_dir", t / "avg"], "0 checkpoints, fewer than --last 5"),
     ("average_checkpoints", lambda d, t: [t / "missing", "--output_dir", t / "avg"], "No run folder at"),
     ("average_checkpoints", lambda d, t: [t, "--last", "0", "--output_dir", t / "avg"], "--last must be at least 1"),
+    ("average_checkpoints", lambda d, t: [run(t), "--last", "2", "--output_dir", run(t)], "would overwrite the model"),
+    ("average_checkpoints", lambda d, t: [run(t), "--last", "2", "--output_dir", run(t) / "checkpoint-2"],
+     "would overwrite the model of the run or of a checkpoint; give a new folder"),
+    ("average_checkpoints", lambda d, t: [run(t), "--last", "2", "--output_dir", d / "config.json"], "is a file"),
+    ("average_checkpoints", lambda d, t: [run(t) / "checkpoint-2", "--output_dir", t / "avg"],
+     "is a checkpoint, not a run: give the run's folder"),
     ("push_to_hub", lambda d, t: [t, "user/repo"], "is not a saved translation model"),
     ("plot_attention", lambda d, t: [t, "zwei"], "not a saved model"),
     ("plot_attention", lambda d, t: [d, "zwei", "--layers", "9"], "Choose layers from 1 to 2"),

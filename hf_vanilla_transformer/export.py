@@ -174,6 +174,36 @@ def ctranslate2_spec(model: VanillaTransformerForConditionalGeneration, vocabula
     return spec
 
 
+def _is_export_file(name: str) -> bool:
+    """Whether a file name is one that `export_ctranslate2` (or CTranslate2's converter) writes."""
+    return name in ("model.bin", "config.json", "generation.json", "tokenizer") or (
+        name.endswith(("_vocabulary.json", "_vocabulary.txt"))
+    )
+
+
+def _check_export_target(out_dir: Path, force: bool) -> bool:
+    """Whether an earlier export in `out_dir` must be deleted first (only with `force`); a FileExistsError for
+    anything else there (a file, a model folder, a folder of runs), which is never deleted. False where `out_dir`
+    is missing or empty."""
+    if not out_dir.exists():
+        return False
+    if not out_dir.is_dir():
+        raise FileExistsError(f"{out_dir} is a file: give a folder for the CTranslate2 model.")
+    entries = sorted(entry.name for entry in out_dir.iterdir())
+    if not entries:
+        return False
+    if not force:
+        raise FileExistsError(f"{out_dir} exists; pass force=True to overwrite it.")
+    others = [name for name in entries if not _is_export_file(name)]
+    if others or "model.bin" not in entries:
+        shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "") if others else "no model.bin"
+        raise FileExistsError(
+            f"{out_dir} is not a CTranslate2 export ({shown}), so it is not overwritten: give a new or empty folder "
+            "for the export."
+        )
+    return True
+
+
 def export_ctranslate2(
     model_or_dir,
     out_dir: str | os.PathLike,
@@ -193,17 +223,16 @@ def export_ctranslate2(
     Also writes `generation.json` with the model's beam size, length penalty and limits, which
     `translate_ids_with_ctranslate2` reads.
     """
+    out_dir = Path(out_dir)
+    replace = _check_export_target(out_dir, force)  # before any work
     model, tokenizer = _load(model_or_dir)
     tokens = _vocabulary(model.config, tokenizer, vocabulary)
     spec = ctranslate2_spec(model, tokens, max_positions)
     spec.validate()
     spec.optimize(quantization=quantization)
-    out_dir = Path(out_dir)
-    if out_dir.exists():
-        if not force:
-            raise FileExistsError(f"{out_dir} exists; pass force=True to overwrite it.")
+    if replace:
         shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
     spec.save(str(out_dir))
     generation = model.generation_config
     settings = {

@@ -45,7 +45,9 @@ def parse_arguments(argv=None):
     parser.add_argument("--max_positions", type=int, default=None,
                         help="position encodings to store: the longest source or translation CTranslate2 accepts "
                              "(default: the config's max_position_embeddings)")
-    parser.add_argument("--no_overwrite", action="store_true", help="fail if output_dir exists")
+    parser.add_argument("--no_overwrite", action="store_true",
+                        help="fail if output_dir exists (by default an earlier export there is replaced; a folder "
+                             "holding anything else is never overwritten)")
     args = parser.parse_args(argv)
     if args.max_positions is not None and args.max_positions < 1:
         parser.error("--max_positions must be at least 1.")
@@ -75,13 +77,19 @@ def main(argv=None) -> Path:
                 f"No model folder at {args.model}, and it cannot be downloaded as a Hub repo id ({error}). Give the "
                 "folder the model was saved to."
             ) from error
-    out_dir = export_ctranslate2(
-        model,
-        args.output_dir,
-        quantization=args.quantization,
-        max_positions=args.max_positions,
-        force=not args.no_overwrite,
-    )
+    try:
+        out_dir = export_ctranslate2(
+            model,
+            args.output_dir,
+            quantization=args.quantization,
+            max_positions=args.max_positions,
+            force=not args.no_overwrite,
+        )
+    except FileExistsError as error:
+        message = str(error)
+        if "force=True" in message:  # the library's words for --no_overwrite
+            message = f"{args.output_dir} exists and --no_overwrite is given: give a new folder, or leave the flag out."
+        raise InputError(message) from error
     print(f"wrote {out_dir} ({args.quantization or 'float32'} weights)")
     return out_dir
 

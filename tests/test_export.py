@@ -194,3 +194,34 @@ def test_refusals(tmp_path):
     model.config.activation_function = "tanh"
     with pytest.raises(ValueError, match="no `tanh` activation"):
         export_ctranslate2(model, tmp_path / "c")
+
+
+def test_only_an_earlier_export_is_ever_replaced(tmp_path):
+    """The output folder is deleted and rewritten only when it holds an earlier export: the model's own folder, a
+    folder of runs or a file is refused, and left as it was."""
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    model.save_pretrained(tmp_path / "runs" / "model")
+    before = sorted(p.name for p in (tmp_path / "runs" / "model").iterdir())
+    for target in (tmp_path / "runs" / "model", tmp_path / "runs"):
+        with pytest.raises(FileExistsError, match="is not a CTranslate2 export .* not overwritten"):
+            export_ctranslate2(tmp_path / "runs" / "model", target)
+    assert sorted(p.name for p in (tmp_path / "runs" / "model").iterdir()) == before
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileExistsError, match="is a file"):
+        export_ctranslate2(model, tmp_path / "file")
+    export_ctranslate2(model, tmp_path / "ct2")
+    (tmp_path / "ct2" / "model.bin").write_bytes(b"stale")
+    export_ctranslate2(model, tmp_path / "ct2")  # an earlier export: replaced
+    assert (tmp_path / "ct2" / "model.bin").stat().st_size > 5
+    with pytest.raises(FileExistsError, match="exists; pass force=True"):
+        export_ctranslate2(model, tmp_path / "ct2", force=False)
+    (tmp_path / "empty").mkdir()
+    export_ctranslate2(model, tmp_path / "empty", force=False)  # an empty folder is not in the way
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+
+    train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=60).save_pretrained(tmp_path / "runs" / "model")
+    with pytest.raises(InputError, match="not overwritten"):  # the script's one-line error, exit status 2
+        export_script().main([str(tmp_path / "runs" / "model"), str(tmp_path / "runs")])
+    with pytest.raises(InputError, match="exists and --no_overwrite is given"):
+        export_script().main([str(tmp_path / "runs" / "model"), str(tmp_path / "ct2"), "--no_overwrite"])

@@ -165,6 +165,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     model_args, data_args, training_args = parsed
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args)
+    check_training_flags(model_args, training_args)
     if "learning_rate" not in given and "learning_rate" not in defaults:
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
@@ -261,6 +262,26 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments) 
             f"The model flags make an impossible model: {str(error).rstrip('.')}. Fix --vocab_size, --preset, "
             "--d_model, --layers, --attention_heads, --ffn_dim or --dropout (`--help` describes them)."
         ) from error
+
+
+def check_training_flags(model_args: ModelArguments, training_args) -> None:
+    """Values the Trainer would take and then fail on (a traceback from the optimizer, a file where the run's folder
+    goes) or run without doing anything (a new model trained for no step): one message each, before any work."""
+    output_dir = training_args.output_dir
+    if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise InputError(f"--output_dir {output_dir} is a file: give a folder for the run (made if missing).")
+    if not training_args.learning_rate >= 0:  # NaN too
+        raise InputError(f"--learning_rate must be 0 or more, got {training_args.learning_rate}.")
+    for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"):
+        if getattr(training_args, name) < 1:
+            raise InputError(f"--{name} must be at least 1, got {getattr(training_args, name)}.")
+    new_model = not model_args.model_name_or_path
+    if new_model and training_args.max_steps <= 0 and not training_args.num_train_epochs > 0:
+        raise InputError(
+            f"--num_train_epochs {training_args.num_train_epochs:g} trains a new model for no step: give a positive "
+            "--num_train_epochs or --max_steps (a model given by --model_name_or_path may be evaluated without "
+            "training)."
+        )
 
 
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:

@@ -95,7 +95,25 @@ def batches_smaller_than_a_sentence(tmp):
         "more than max_tokens=5", "--max_tokens_per_batch", "--max_source_length"]
 
 
+def output_dir_that_is_a_file(tmp):
+    write(tmp / "notes.txt", b"my notes")
+    return ["--output_dir", tmp / "notes.txt"], ["notes.txt is a file: give a folder"]
+
+
+def negative_learning_rate(tmp):
+    return ["--learning_rate", "-1"], ["--learning_rate must be 0 or more, got -1.0"]
+
+
+def no_eval_batch(tmp):
+    return ["--per_device_eval_batch_size", "0"], ["--per_device_eval_batch_size must be at least 1, got 0"]
+
+
+def a_new_model_trained_for_no_step(tmp):
+    return ["--num_train_epochs", "0"], ["--num_train_epochs 0 trains a new model for no step", "--max_steps"]
+
+
 @pytest.mark.parametrize("make_case", [
+    output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
     no_layers, batches_smaller_than_a_sentence,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from huggingface_hub import CommitInfo, HfApi
 
-from .errors import MissingFileError
+from .errors import InputError, MissingFileError
 from .model_card import update_model_card
 from .pipeline_translation import save_translation_pipeline
 
@@ -53,6 +53,50 @@ def push_model_dir(
         create_pr=create_pr,
         ignore_patterns=UPLOAD_IGNORE_PATTERNS,
     )
+
+
+def check_push_target(repo_id: str | None, token: str | None = None) -> None:
+    """What can be known about a push before any work, without the network: `repo_id` (None: named later) is one
+    the Hub accepts, the Hub is not switched off (HF_HUB_OFFLINE), and there is a token. InputError otherwise."""
+    from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if repo_id is not None:
+        try:
+            validate_repo_id(repo_id)
+        except HFValidationError as error:
+            raise InputError(f"{repo_id!r} is not a Hub repository id (name or namespace/name): {error}") from None
+    if constants.HF_HUB_OFFLINE:
+        raise InputError("HF_HUB_OFFLINE is set, so nothing can be pushed: unset it to push, or do not ask for a push.")
+    if token is None and get_token() is None:
+        raise InputError("Pushing needs a Hub token: run `hf auth login`, set HF_TOKEN, or pass the token flag.")
+
+
+def hub_error_message(error: Exception, repo_id: str) -> str | None:
+    """One line saying why talking to the Hub about `repo_id` failed, for the errors a user can fix (network,
+    token, permissions, names); None for any other exception (a bug, which keeps its traceback)."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import HFValidationError, HfHubHTTPError, OfflineModeIsEnabled
+
+    if isinstance(error, HFValidationError):
+        return f"{repo_id!r} is not a Hub repository id: {error}"
+    if isinstance(error, OfflineModeIsEnabled):
+        return "HF_HUB_OFFLINE is set, so nothing can be pushed: unset it to push."
+    if isinstance(error, HfHubHTTPError):
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if status == 401:
+            return (f"The Hub did not accept the token (401 Unauthorized) for {repo_id}: run `hf auth login`, set "
+                    "HF_TOKEN, or pass a valid token.")
+        if status == 403:
+            return (f"The token may not write to {repo_id} (403 Forbidden): use a token with write access to its "
+                    "namespace, or push to your own namespace.")
+        return f"The Hub refused the push to {repo_id}: {first_line}"
+    transport = any(cls.__name__ == "TransportError" and cls.__module__.startswith("httpx") for cls in type(error).__mro__)
+    if transport or isinstance(error, ConnectionError):
+        return f"Cannot reach the Hub at {constants.ENDPOINT} ({error}): check the network connection, or HF_ENDPOINT."
+    return None
 
 
 def push_from_training_args(training_args, model_dir: str | os.PathLike | None = None, **push_kwargs) -> CommitInfo:

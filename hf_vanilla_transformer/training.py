@@ -38,7 +38,7 @@ from .data import (
 )
 from .distributed import check_replicas_agree, fsdp_requested
 from .errors import InputError
-from .hub import model_location, push_from_training_args
+from .hub import check_push_target, hub_error_message, model_location, push_from_training_args
 from .metrics import make_compute_metrics
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -166,6 +166,11 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args)
     check_training_flags(model_args, training_args)
+    if training_args.push_to_hub:  # a push that cannot happen fails now, not after the training
+        try:
+            check_push_target(training_args.hub_model_id, training_args.hub_token)
+        except InputError as error:
+            raise InputError(f"--push_to_hub: {str(error).replace('the token flag', '--hub_token')}") from None
     if "learning_rate" not in given and "learning_rate" not in defaults:
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
@@ -476,7 +481,17 @@ def main(argv: list[str] | None = None) -> dict:
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
         if push_to_hub:
-            commit = push_from_training_args(training_args)
+            try:
+                commit = push_from_training_args(training_args)
+            except Exception as error:
+                repo_id = training_args.hub_model_id or Path(output_dir).resolve().name
+                message = hub_error_message(error, repo_id)
+                if message is None:
+                    raise
+                raise InputError(
+                    f"The run is saved in {output_dir}, but pushing it failed. {message} Push it once that is fixed: "
+                    f"python scripts/push_to_hub.py {output_dir} {repo_id}"
+                ) from error
             logger.info("Pushed %s to %s", output_dir, commit.commit_url)
     return all_metrics
 

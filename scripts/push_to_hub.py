@@ -37,24 +37,32 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 def main(argv: list[str] | None = None):
     args, parser = parse_arguments(argv)
-    from hf_vanilla_transformer.hub import check_model_dir, push_model_dir
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.hub import check_model_dir, check_push_target, hub_error_message, push_model_dir
 
     try:
         check_model_dir(args.model_dir)
-    except FileNotFoundError as error:
-        parser.error(str(error))
+        check_push_target(args.repo_id, args.token)
+    except (FileNotFoundError, InputError) as error:
+        parser.error(str(error).replace("the token flag", "--token"))
     card_overrides = {key: value for key in ("source_lang", "target_lang", "dataset_name", "license")
                       if (value := getattr(args, key)) is not None}
-    commit = push_model_dir(
-        args.model_dir,
-        args.repo_id,
-        token=args.token,
-        private=args.private,
-        revision=args.revision,
-        commit_message=args.commit_message,
-        create_pr=args.create_pr,
-        card_overrides=card_overrides,
-    )
+    try:
+        commit = push_model_dir(
+            args.model_dir,
+            args.repo_id,
+            token=args.token,
+            private=args.private,
+            revision=args.revision,
+            commit_message=args.commit_message,
+            create_pr=args.create_pr,
+            card_overrides=card_overrides,
+        )
+    except Exception as error:
+        message = hub_error_message(error, args.repo_id)
+        if message is None:
+            raise
+        parser.error(message)
     print(commit.pr_url or commit.commit_url)
     return commit
 

@@ -209,3 +209,38 @@ def test_bugs_keep_their_traceback():
     with pytest.raises(SystemExit) as exit_info:
         run_command(user_error, name="tool")
     assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("offline", "HF_HUB_OFFLINE is set, so nothing can be pushed"),
+    ("no token", "Pushing needs a Hub token: run `hf auth login`, set HF_TOKEN, or pass --token"),
+    ("bad id", "'not a repo id' is not a Hub repository id"),
+    ("unreachable", "Cannot reach the Hub at http://127.0.0.1:9"),
+])
+def test_push_to_hub_says_why_it_cannot_push(case, expected, model_dir, tmp_path, monkeypatch, capsys):
+    """What a push needs (a valid id, a token, the Hub switched on and reachable) is one message and exit 2."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", case == "offline")
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no_token"))  # no `hf auth login` token
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # the discard port: connection refused
+    if case == "no token":
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    repo_id = "not a repo id" if case == "bad id" else "user/numbers"
+    status, err = run_script("push_to_hub", model_dir, repo_id, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert expected in err, err
+
+
+def test_training_script_checks_its_push_before_training(tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the tests' conftest sets it
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no_token"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "out", "--push_to_hub",
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "--push_to_hub: Pushing needs a Hub token" in err and "--hub_token" in err
+    assert not (tmp_path / "out").exists()  # before any work

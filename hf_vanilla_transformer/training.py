@@ -166,11 +166,6 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args)
     check_training_flags(model_args, training_args)
-    if training_args.push_to_hub:  # a push that cannot happen fails now, not after the training
-        try:
-            check_push_target(training_args.hub_model_id, training_args.hub_token)
-        except InputError as error:
-            raise InputError(f"--push_to_hub: {str(error).replace('the token flag', '--hub_token')}") from None
     if "learning_rate" not in given and "learning_rate" not in defaults:
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
@@ -289,6 +284,16 @@ def check_training_flags(model_args: ModelArguments, training_args) -> None:
         )
 
 
+def check_push_flags(training_args) -> None:
+    """`--push_to_hub` can push: a valid repository id, a token, the Hub not switched off (checked without the
+    network, when the run starts rather than when parsing, so that a command line parses on any machine)."""
+    repo_id = training_args.hub_model_id or Path(training_args.output_dir).resolve().name  # as pushed
+    try:
+        check_push_target(repo_id, training_args.hub_token)
+    except InputError as error:
+        raise InputError(f"--push_to_hub: {str(error).replace('the token flag', '--hub_token')}") from None
+
+
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
     """The preset's sizes ('base' unless the built-in corpus, then 'tiny')."""
     preset = model_args.preset or ("tiny" if data_args.builtin_dataset else "base")
@@ -378,6 +383,8 @@ def setup_logging(training_args) -> None:
 def main(argv: list[str] | None = None) -> dict:
     """Train, evaluate on validation (BLEU, chrF with beam 4), translate the test split; returns all metrics."""
     model_args, data_args, training_args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if training_args.push_to_hub:  # a push that cannot happen fails now, not after the training
+        check_push_flags(training_args)
     setup_logging(training_args)
     print(
         f"process {training_args.process_index} of {training_args.world_size} on {training_args.device}",

@@ -124,12 +124,10 @@ def check_arguments(args, parser) -> None:
             parser.error(f"--{name} must be at least 1, got {value}.")
     if args.warmup_steps < 0:
         parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
-    from hf_vanilla_transformer.errors import InputError, usable_device
-
     try:
-        usable_device(args.device)
-    except InputError as error:
-        parser.error(str(error))
+        torch.device(args.device)
+    except RuntimeError:
+        parser.error(f"--device {args.device}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...")
     if args.d_model % args.heads:
         parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
     if args.json and not Path(args.json).resolve().parent.is_dir():
@@ -716,12 +714,14 @@ def execution_line(args, results) -> str:
 
 
 def main(argv=None):
+    from hf_vanilla_transformer.errors import usable_device
+
     args = parse_arguments(argv)
     if args.memory_worker:
         return memory_worker(args)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = usable_device(args.device)  # here, not when parsing: a GPU command line parses on any machine
     if (device.type, args.dtype) != ("cpu", "float32"):  # the int8 and CTranslate2 figures are the CPU's, from fp32
         args.skip = [*args.skip, *({"int8", "ctranslate2"} - set(args.skip))]
     settings = {name: value for name, value in vars(args).items() if name != "memory_worker"}

@@ -21,7 +21,7 @@ import torch
 from benchmark import DTYPES, alternate, machine_description, peak_memory, reset_peak_memory
 from transformers.trainer_pt_utils import LabelSmoother
 
-from hf_vanilla_transformer.errors import InputError, usable_device
+from hf_vanilla_transformer.errors import usable_device
 from hf_vanilla_transformer.modeling_vanilla_transformer import translation_loss
 
 LOSSES = {
@@ -46,9 +46,9 @@ def parse_arguments(argv=None):
     if not 0 <= args.label_smoothing <= 1:
         parser.error(f"--label_smoothing must be in [0, 1], got {args.label_smoothing}.")
     try:
-        usable_device(args.device)
-    except InputError as error:
-        parser.error(str(error))
+        torch.device(args.device)
+    except RuntimeError:
+        parser.error(f"--device {args.device}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...")
     return args
 
 
@@ -86,7 +86,7 @@ def main(argv=None):
     if args.memory_worker:
         print(json.dumps(loss_memory(args, args.memory_worker)))
         return
-    device = torch.device(args.device)
+    device = usable_device(args.device)  # here, not when parsing: a GPU command line parses on any machine
     memory = {name: loss_memory(args, name) for name in LOSSES}
     tensors = inputs(args)
     times = alternate(args.repeats, {name: lambda name=name: step(args, name, *tensors) for name in LOSSES}, device)

@@ -113,8 +113,7 @@ def test_tokens_per_batch_sets_the_sentences_per_batch(benchmark, capsys):
     assert benchmark.parse_arguments(["--tokens_per_batch", "25000", "--seq_len", "32"]).batch_size == 781
     for flags, message in ((["--tokens_per_batch", "20"], "less than one sentence"),
                            (["--amp"], "--amp trains under autocast to --dtype"),
-                           (["--device", "gpu"], "--device gpu: not a device name"),
-                           (["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:")):
+                           (["--device", "gpu"], "--device gpu: not a device name")):
         with pytest.raises(SystemExit) as exit_info:
             benchmark.parse_arguments(flags)
         assert exit_info.value.code == 2 and message in capsys.readouterr().err

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from hf_vanilla_transformer.errors import InputError, run_command
 from tiny_translation_model import make_tiny_model_dir
@@ -169,6 +170,7 @@ def run(tmp_path):
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
     ("export_ctranslate2", lambda d, t: ["runs/missing", t / "out"], "No model folder at runs/missing"),
     ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
+    ("benchmark", lambda d, t: ["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
     ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),
 ])
 def test_other_scripts_user_errors(name, make_args, expected, model_dir, tmp_path, monkeypatch, capsys):
@@ -244,3 +246,7 @@ def test_training_script_checks_its_push_before_training(tmp_path, monkeypatch, 
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "--push_to_hub: Pushing needs a Hub token" in err and "--hub_token" in err
     assert not (tmp_path / "out").exists()  # before any work
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")  # the repository is named after the output folder
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "my run", "--push_to_hub",
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "'my run' is not a Hub repository id" in err

@@ -13,6 +13,7 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_pt_utils import LabelSmoother
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration, chunked_loss
+from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.modeling_vanilla_transformer import translation_loss
 from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
 
@@ -210,10 +211,12 @@ def test_benchmark_script_refuses_what_it_cannot_run(monkeypatch, capsys):
     spec.loader.exec_module(script)
     for flags, message in ((["--tokens", "0"], "--tokens must be at least 1, got 0"),
                            (["--label_smoothing", "1.5"], "--label_smoothing must be in [0, 1]"),
-                           (["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:")):
+                           (["--device", "gpu"], "--device gpu: not a device name")):
         with pytest.raises(SystemExit) as exit_info:
             script.parse_arguments(flags)
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    with pytest.raises(InputError, match="--device cuda:"):  # one line and exit 2 at the command line
+        script.main(["--device", f"cuda:{torch.cuda.device_count()}", "--tokens", "8", "--vocab_size", "8"])
 
 
 def test_benchmark_script_measures_both_losses(monkeypatch, capsys):

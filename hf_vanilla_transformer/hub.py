@@ -93,7 +93,9 @@ def hub_error_message(error: Exception, repo_id: str) -> str | None:
             return (f"The token may not write to {repo_id} (403 Forbidden): use a token with write access to its "
                     "namespace, or push to your own namespace.")
         return f"The Hub refused the push to {repo_id}: {first_line}"
-    transport = any(cls.__name__ == "TransportError" and cls.__module__.startswith("httpx") for cls in type(error).__mro__)
+    transport = any(  # httpx's (huggingface_hub 1.x) or httpx2's (2.x) network errors
+        cls.__name__ == "TransportError" and cls.__module__.startswith("httpx") for cls in type(error).__mro__
+    )
     if transport or isinstance(error, ConnectionError):
         return f"Cannot reach the Hub at {constants.ENDPOINT} ({error}): check the network connection, or HF_ENDPOINT."
     return None

@@ -23,10 +23,9 @@ def main(argv=None):
     if not os.path.isdir(args.run_dir):
         raise MissingFileError(f"No run folder at {args.run_dir}: give a training run's --output_dir.")
     checkpoints = run_checkpoints(args.run_dir)
-    if not checkpoints and os.path.basename(os.path.normpath(args.run_dir)).startswith("checkpoint-"):
-        raise InputError(
-            f"{args.run_dir} is a checkpoint, not a run: give the run's folder, {os.path.dirname(os.path.normpath(args.run_dir))}."
-        )
+    run_dir = os.path.normpath(args.run_dir)
+    if not checkpoints and os.path.basename(run_dir).startswith("checkpoint-"):
+        raise InputError(f"{args.run_dir} is a checkpoint, not a run: give the run's folder, {os.path.dirname(run_dir)}.")
     if len(checkpoints) < args.last:
         raise InputError(
             f"{args.run_dir} has {len(checkpoints)} checkpoints, fewer than --last {args.last}: lower --last or keep "

@@ -50,12 +50,10 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     if args.quantize and args.device is not None and args.device.split(":")[0] != "cpu":
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {args.device}).")
     if args.device is not None:
-        from hf_vanilla_transformer.errors import InputError, usable_device
-
         try:
-            usable_device(args.device)
-        except InputError as error:
-            parser.error(str(error))
+            torch.device(args.device)
+        except RuntimeError:
+            parser.error(f"--device {args.device}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...")
     if args.output != "-":
         output = Path(args.output)
         if output.is_dir():
@@ -87,12 +85,15 @@ def main(argv: list[str] | None = None) -> None:
     from transformers import pipeline
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
+    from hf_vanilla_transformer.errors import InputError, usable_device
     from hf_vanilla_transformer.hub import model_location
     from hf_vanilla_transformer.pipeline_translation import TASK, translate_sentences
 
     try:
         model = model_location(args.model)
-    except FileNotFoundError as error:
+        if args.device is not None:
+            usable_device(args.device)  # here, not when parsing: a GPU command line parses on any machine
+    except (FileNotFoundError, InputError) as error:
         parser.error(str(error))
     try:
         lines = read_lines(args.file)

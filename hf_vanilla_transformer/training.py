@@ -326,21 +326,32 @@ def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_siz
     )
 
 
-def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets):
-    """The given tokenizer, the one a previous run saved in output_dir (so resuming reuses it), or a new BPE one."""
+def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from: str | None = None):
+    """The given tokenizer; when resuming, the checkpoint's (else the run folder's); else a new BPE one, trained by
+    the main process and saved in output_dir, where the other processes load it. A tokenizer left in output_dir by
+    an earlier run is not reused unless resuming: its vocabulary may not be what the flags ask for now."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
         return load_tokenizer(name)
     output_dir = Path(training_args.output_dir)
     with training_args.main_process_first(desc="training the BPE tokenizer"):
-        if (output_dir / "tokenizer.json").exists():
-            logger.info("Reusing the tokenizer saved in %s", output_dir)
-            return load_tokenizer(output_dir)
+        saved = [Path(resume_from), output_dir] if resume_from else []
+        if training_args.process_index > 0:
+            saved.append(output_dir)  # the main process went first and saved it there
+        for folder in saved:
+            if (folder / "tokenizer.json").exists():
+                logger.info("Reusing the tokenizer saved in %s", folder)
+                return load_tokenizer(folder)
         texts = translation_texts(raw_datasets["train"], data_args.source_lang, data_args.target_lang)
         tokenizer = train_bpe_tokenizer(texts, model_args.vocab_size)
         if training_args.process_index == 0:
             tokenizer.save_pretrained(output_dir)
         logger.info("Trained a shared BPE vocabulary of %d tokens", len(tokenizer))
+        if len(tokenizer) < 0.9 * model_args.vocab_size:
+            logger.warning(
+                "The BPE vocabulary has %d tokens, fewer than --vocab_size %d: the training text has no more merges "
+                "to learn. The model's vocabulary is the tokenizer's.", len(tokenizer), model_args.vocab_size,
+            )
         return tokenizer
 
 
@@ -404,7 +415,7 @@ def main(argv: list[str] | None = None) -> dict:
     if "train" not in raw_datasets and training_args.do_train:
         raise InputError("Training needs a train split: give --train_file, --train_prefix or --dataset_name.")
 
-    tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets)
+    tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
     model = load_or_build_model(model_args, data_args, tokenizer)
     logger.info("Model: %s with %.1fM parameters", type(model).__name__, model.num_parameters() / 1e6)
 

@@ -349,3 +349,29 @@ def test_readme_main_job_reaches_bleu_80_within_10_minutes_and_translates_the_re
     script = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), str(tmp_path), "-q"],
                             input="\n".join(sources) + "\n", capture_output=True, text=True, cwd=REPO, timeout=300)
     assert script.stdout.splitlines() == expected, script.stderr
+
+
+def test_a_tokenizer_left_in_the_output_folder_is_reused_only_when_resuming(tmp_path):
+    """A rerun into the same --output_dir with another --vocab_size gets the vocabulary it asks for; resuming gets
+    the checkpoint's tokenizer, whose ids the checkpoint's weights were trained on."""
+    import random
+
+    from datasets import Dataset, DatasetDict
+
+    from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+    from hf_vanilla_transformer.training import load_or_train_tokenizer
+
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(3, 9))) for _ in range(400)]
+    pairs = [{"de": " ".join(rng.sample(words, 6)), "en": " ".join(rng.sample(words, 6))} for _ in range(500)]
+    raw = DatasetDict(train=Dataset.from_dict({"translation": pairs}))
+    stale = train_bpe_tokenizer([p["de"] for p in pairs], vocab_size=200)
+    stale.save_pretrained(tmp_path / "run")
+    stale.save_pretrained(tmp_path / "run" / "checkpoint-5")
+    args = parse_arguments(["--output_dir", str(tmp_path / "run"), "--train_prefix", str(tmp_path / "unused"),
+                            "--source_lang", "de", "--target_lang", "en", "--vocab_size", "400"])
+    fresh = load_or_train_tokenizer(*args, raw)
+    assert len(fresh) > len(stale) and len(AutoTokenizer.from_pretrained(tmp_path / "run")) == len(fresh)
+    stale.save_pretrained(tmp_path / "run")
+    resumed = load_or_train_tokenizer(*args, raw, resume_from=str(tmp_path / "run" / "checkpoint-5"))
+    assert resumed.get_vocab() == stale.get_vocab()

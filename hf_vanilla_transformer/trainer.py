@@ -64,6 +64,15 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         },
     )
 
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Delete the checkpoint-* folders an earlier run left in --output_dir before training anew (as "
+            "transformers 4's flag of this name allowed). Without it such a folder is refused unless resuming: its "
+            "checkpoints would be averaged and resumed as if they were this run's. The built-in run's default."
+        },
+    )
+
     ddp_find_unused_parameters: bool | None = field(
         default=False,
         metadata={

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,7 @@ BUILTIN_RUN = {
     "learning_rate": "2e-3",
     "average_last_checkpoints": "3",
     "vocab_size": "500",
+    "overwrite_output_dir": "true",  # `./run.sh main` again replaces the demo's run
 }
 TINY_MODEL = dict(
     d_model=128, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
@@ -403,6 +405,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
     set_seed(training_args.seed)
     resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
+    if resume_from is None:
+        clear_earlier_checkpoints(training_args)
 
     raw_datasets = load_translation_datasets(data_args)
     for split, limit in (
@@ -565,6 +569,28 @@ def data_source_description(data_args: DataArguments) -> str | None:
     if data_args.train_file:
         return f"the local file `{data_args.train_file}`"
     return None
+
+
+def clear_earlier_checkpoints(training_args) -> None:
+    """A new run (not resumed) must not find checkpoints of an earlier one in its --output_dir: the Trainer would
+    leave those with higher steps in place, and they would be averaged, and resumed, as this run's. They are deleted
+    with --overwrite_output_dir (by the main process); otherwise the run stops before any work and says what to do."""
+    earlier = run_checkpoints(training_args.output_dir)
+    if not earlier:
+        return
+    names = ", ".join(c.name for c in earlier[:3]) + (f", ... {earlier[-1].name}" if len(earlier) > 3 else "")
+    if not training_args.overwrite_output_dir:
+        raise InputError(
+            f"--output_dir {training_args.output_dir} holds checkpoints of an earlier run ({names}). Continue that "
+            "run with --resume_from_checkpoint true, train into a new --output_dir, or pass --overwrite_output_dir "
+            "to delete them first."
+        )
+    with training_args.main_process_first(desc="deleting an earlier run's checkpoints"):
+        if training_args.process_index == 0:
+            logger.warning("--overwrite_output_dir: deleting the earlier run's checkpoints in %s: %s",
+                           training_args.output_dir, names)
+            for checkpoint in earlier:
+                shutil.rmtree(checkpoint)
 
 
 def resume_checkpoint(training_args) -> str | None:

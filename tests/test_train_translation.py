@@ -375,3 +375,23 @@ def test_a_tokenizer_left_in_the_output_folder_is_reused_only_when_resuming(tmp_
     stale.save_pretrained(tmp_path / "run")
     resumed = load_or_train_tokenizer(*args, raw, resume_from=str(tmp_path / "run" / "checkpoint-5"))
     assert resumed.get_vocab() == stale.get_vocab()
+
+
+def test_an_earlier_runs_checkpoints_are_refused_or_deleted_never_averaged(tmp_path):
+    """A new run into a folder with an earlier run's checkpoints: the Trainer would keep those of higher steps, and
+    averaging and resuming would take them for this run's. Refused, unless --overwrite_output_dir deletes them."""
+    from hf_vanilla_transformer.training import main
+
+    for step in (10, 20, 30):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    flags = ["--output_dir", str(tmp_path), "--train_prefix", str(tmp_path / "unused"), "--source_lang", "de",
+             "--target_lang", "en"]
+    with pytest.raises(InputError, match="holds checkpoints of an earlier run .*checkpoint-10.*--overwrite_output_dir"):
+        main(flags)
+    main(["--output_dir", str(tmp_path), "--overwrite_output_dir", *FEW_NUMBERS, *TINY, "--max_steps", "2",
+          "--save_strategy", "steps", "--save_steps", "1", "--average_last_checkpoints", "2", "--eval_strategy", "no",
+          "--num_samples_to_print", "0", "--max_eval_samples", "4", "--max_predict_samples", "4"])
+    assert sorted(c.name for c in run_checkpoints(tmp_path)) == ["checkpoint-1", "checkpoint-2"]
+    # the built-in run, which `./run.sh main` repeats into one folder, deletes them by default
+    assert parse_arguments(["--output_dir", str(tmp_path)])[2].overwrite_output_dir
+    assert not parse_arguments(flags)[2].overwrite_output_dir

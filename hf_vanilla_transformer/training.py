@@ -585,6 +585,8 @@ def clear_earlier_checkpoints(training_args) -> None:
             "run with --resume_from_checkpoint true, train into a new --output_dir, or pass --overwrite_output_dir "
             "to delete them first."
         )
+    with training_args.main_process_first(desc="listing an earlier run's checkpoints"):
+        pass  # every process has listed them (and made the same choice) before the main process deletes any
     with training_args.main_process_first(desc="deleting an earlier run's checkpoints"):
         if training_args.process_index == 0:
             logger.warning("--overwrite_output_dir: deleting the earlier run's checkpoints in %s: %s",

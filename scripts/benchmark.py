@@ -228,8 +228,9 @@ class Trainer:
 
     def __init__(self, model, batch, amp_dtype=None):
         self.model, self.batch = model.train(), batch
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         device_type = next(model.parameters()).device.type
+        fused = True if device_type == "cuda" else None  # as the training script's default there (adamw_torch_fused)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
         self.autocast = functools.partial(
             torch.autocast, device_type, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None
         )

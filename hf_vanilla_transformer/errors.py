@@ -46,15 +46,23 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
         sys.exit(USAGE_ERROR_STATUS)
 
 
-def usable_device(value: str, flag: str = "--device"):
-    """`value` ("cpu", "cuda", "cuda:1", "mps", ...) as a `torch.device` this machine has; an InputError naming
-    `flag` for a name torch does not know, a device type it cannot use here, or an index past the last device."""
+def device_from_name(value: str, flag: str = "--device"):
+    """`value` ("cpu", "cuda", "cuda:1", "mps", ...) as a `torch.device`, whether or not this machine has it (a
+    command line parses anywhere); an InputError naming `flag` for a name torch does not know."""
     import torch
 
     try:
-        device = torch.device(value)
+        return torch.device(value)
     except RuntimeError:
         raise InputError(f"{flag} {value}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...") from None
+
+
+def usable_device(value: str, flag: str = "--device"):
+    """`value` as a `torch.device` this machine has; an InputError naming `flag` for a name torch does not know
+    (`device_from_name`), a device type it cannot use here, or an index past the last device."""
+    import torch
+
+    device = device_from_name(value, flag)
     if device.type in ("cpu", "meta"):
         return device
     module = getattr(torch, device.type, None)

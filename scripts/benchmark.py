@@ -124,10 +124,12 @@ def check_arguments(args, parser) -> None:
             parser.error(f"--{name} must be at least 1, got {value}.")
     if args.warmup_steps < 0:
         parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
+    from hf_vanilla_transformer.errors import InputError, device_from_name
+
     try:
-        torch.device(args.device)
-    except RuntimeError:
-        parser.error(f"--device {args.device}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...")
+        device_from_name(args.device)
+    except InputError as error:
+        parser.error(str(error))
     if args.d_model % args.heads:
         parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
     if args.json and not Path(args.json).resolve().parent.is_dir():

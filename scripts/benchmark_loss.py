@@ -21,7 +21,7 @@ import torch
 from benchmark import DTYPES, alternate, machine_description, peak_memory, reset_peak_memory
 from transformers.trainer_pt_utils import LabelSmoother
 
-from hf_vanilla_transformer.errors import usable_device
+from hf_vanilla_transformer.errors import InputError, device_from_name, usable_device
 from hf_vanilla_transformer.modeling_vanilla_transformer import translation_loss
 
 LOSSES = {
@@ -46,9 +46,9 @@ def parse_arguments(argv=None):
     if not 0 <= args.label_smoothing <= 1:
         parser.error(f"--label_smoothing must be in [0, 1], got {args.label_smoothing}.")
     try:
-        torch.device(args.device)
-    except RuntimeError:
-        parser.error(f"--device {args.device}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...")
+        device_from_name(args.device)
+    except InputError as error:
+        parser.error(str(error))
     return args
 
 

@@ -50,10 +50,12 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     if args.quantize and args.device is not None and args.device.split(":")[0] != "cpu":
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {args.device}).")
     if args.device is not None:
+        from hf_vanilla_transformer.errors import InputError, device_from_name
+
         try:
-            torch.device(args.device)
-        except RuntimeError:
-            parser.error(f"--device {args.device}: not a device name; give cpu, cuda, cuda:1, mps, xpu, ...")
+            device_from_name(args.device)
+        except InputError as error:
+            parser.error(str(error))
     if args.output != "-":
         output = Path(args.output)
         if output.is_dir():

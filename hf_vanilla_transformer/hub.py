@@ -7,11 +7,13 @@ stored. `HF_ENDPOINT` points everything at another Hub-compatible server.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from huggingface_hub import CommitInfo, HfApi
 
-from .errors import InputError, MissingFileError
+from .errors import USER_ERRORS, InputError, MissingFileError
 from .model_card import update_model_card
 from .pipeline_translation import save_translation_pipeline
 
@@ -150,3 +152,22 @@ def model_location(name_or_path: str) -> str:
     if not looks_like_repo_id:
         raise MissingFileError(f"No model directory at {name_or_path}.")
     return name_or_path
+
+
+@contextmanager
+def loading_from(name_or_path: str | os.PathLike, what: str = "a model") -> Iterator[None]:
+    """Around loading `what` from `name_or_path` with transformers: its OSError or ValueError becomes an InputError
+    that says why, and, for a name that is no folder here (so transformers took it for a Hub repo id), that both
+    were tried; a transformers message of many lines is cut to its first."""
+    try:
+        yield
+    except USER_ERRORS:
+        raise
+    except (OSError, ValueError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if Path(name_or_path).expanduser().exists():
+            raise InputError(f"Cannot load {what} from {name_or_path}: {reason}") from error
+        raise InputError(
+            f"Cannot load {what} from {name_or_path}: there is no such folder here, and as a Hub repo id: {reason} "
+            "Check the path, or the id and the network."
+        ) from error

@@ -8,6 +8,7 @@ usual Trainer flag, and a flag given on the command line wins.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import logging
 import os
@@ -26,6 +27,7 @@ from transformers import (
     HfArgumentParser,
     set_seed,
 )
+from transformers.hf_argparser import string_to_bool
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
@@ -39,7 +41,7 @@ from .data import (
 )
 from .distributed import check_replicas_agree, fsdp_requested
 from .errors import InputError
-from .hub import check_push_target, hub_error_message, model_location, push_from_training_args
+from .hub import check_push_target, hub_error_message, loading_from, model_location, push_from_training_args
 from .metrics import make_compute_metrics
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -153,7 +155,11 @@ class DataArguments(TranslationDataArguments):
 def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments]:
     """Parse `argv` with the paper's recipe (and, for the built-in corpus, the small run) as defaults."""
     given = {arg.split("=")[0].lstrip("-") for arg in argv if arg.startswith("--")}
+    given_phases = given_phase_flags(argv)
+    phases = chosen_phases(given_phases)
     defaults = recipe_defaults(given)
+    if not phases["do_eval"]:
+        defaults["eval_strategy"] = "no"
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments))
     if len(argv) == 1 and argv[0].endswith(".json"):
@@ -168,12 +174,80 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args)
     check_training_flags(model_args, training_args)
+    for flag, runs in phases.items():
+        setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
+    check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
     if "learning_rate" not in given and "learning_rate" not in defaults:
         training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     return model_args, data_args, training_args
+
+
+PHASES = {"do_train": "train", "do_eval": "validation", "do_predict": "test"}
+"""The script's phases (the Trainer's flags) and the split each one needs."""
+
+
+def given_phase_flags(argv: list[str]) -> dict[str, bool]:
+    """The values of --do_train/--do_eval/--do_predict in `argv` (a bare flag is true); a value that is not a
+    boolean is left to the main parser to report."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for flag in PHASES:
+        parser.add_argument(f"--{flag}", type=string_to_bool, nargs="?", const=True)
+    try:
+        values, _ = parser.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return {}
+    return {flag: value for flag, value in vars(values).items() if value is not None}
+
+
+def chosen_phases(given: dict[str, bool]) -> dict[str, bool]:
+    """Which phases run. By default all three (train, evaluate on validation, translate the test split) where the
+    data has the split; as in transformers' translation example, naming phases true (`--do_eval --do_predict`) runs
+    those alone; naming phases false (`--do_predict false`) leaves those out."""
+    if any(given.values()):
+        return {flag: given.get(flag, False) for flag in PHASES}
+    return {flag: given.get(flag, True) for flag in PHASES}
+
+
+def check_phases(model_args: ModelArguments, data_args: DataArguments, training_args, given_true: set[str]) -> None:
+    """The chosen phases can run: something to do, a model to evaluate when there is no training, and the data each
+    phase needs (training always, the others where named; a Hub dataset's splits are known only once loaded)."""
+    if not any(getattr(training_args, flag) for flag in PHASES):
+        raise InputError("--do_train, --do_eval and --do_predict are all false: there is nothing to do.")
+    if not training_args.do_train:
+        if not model_args.model_name_or_path:
+            raise InputError(
+                "Without training (--do_train false, or only --do_eval/--do_predict) there is no model to evaluate: "
+                "name one with --model_name_or_path (a run's folder or a Hub id)."
+            )
+        if training_args.push_to_hub:
+            raise InputError(
+                "--push_to_hub pushes the model this run trains, but it does not train (--do_train false): push a "
+                "saved model with `python scripts/push_to_hub.py MODEL_DIR REPO_ID`."
+            )
+    named = named_splits(data_args)
+    for flag, split in PHASES.items():
+        required = flag in given_true or flag == "do_train"  # evaluation and test are optional unless asked for
+        if named is None or split in named or not getattr(training_args, flag) or not required:
+            continue
+        if flag in given_true:
+            raise InputError(f"--{flag} needs {split} data, and none is given: pass --{split}_prefix or --{split}_file.")
+        raise InputError(
+            "Training needs training data, and none is given: pass --train_prefix, --train_file or --dataset_name, or "
+            "--do_train false to evaluate --model_name_or_path without training."
+        )
+
+
+def named_splits(data_args: DataArguments) -> set[str] | None:
+    """The splits the data flags name (None for a Hub dataset, whose splits are known once loaded)."""
+    if data_args.dataset_name:
+        return None
+    if data_args.builtin_dataset:
+        return set(PHASES.values())
+    return {split for split in PHASES.values()
+            if getattr(data_args, f"{split}_prefix") or getattr(data_args, f"{split}_file")}
 
 
 def recipe_defaults(given: set[str]) -> dict[str, str]:
@@ -247,8 +321,10 @@ DATA_SOURCE_FLAGS = {
 
 def new_model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
     """d_model of the model to train, for the paper's peak learning rate d_model^-0.5 * warmup^-0.5."""
-    if model_args.model_name_or_path or model_args.config_name:
-        return AutoConfig.from_pretrained(_pretrained(model_args.model_name_or_path or model_args.config_name)).d_model
+    name = model_args.model_name_or_path or model_args.config_name
+    if name:
+        with loading_from(name, "a model's config"):
+            return AutoConfig.from_pretrained(_pretrained(name)).d_model
     return model_args.d_model or model_sizes(model_args, data_args).get("d_model", VanillaTransformerConfig().d_model)
 
 
@@ -281,8 +357,8 @@ def check_training_flags(model_args: ModelArguments, training_args) -> None:
     if new_model and training_args.max_steps <= 0 and not training_args.num_train_epochs > 0:
         raise InputError(
             f"--num_train_epochs {training_args.num_train_epochs:g} trains a new model for no step: give a positive "
-            "--num_train_epochs or --max_steps (a model given by --model_name_or_path may be evaluated without "
-            "training)."
+            "--num_train_epochs or --max_steps (a model given by --model_name_or_path is evaluated without training "
+            "with --do_train false)."
         )
 
 
@@ -334,7 +410,8 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
     an earlier run is not reused unless resuming: its vocabulary may not be what the flags ask for now."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
-        return load_tokenizer(name)
+        with loading_from(name, "a tokenizer"):
+            return load_tokenizer(name)
     output_dir = Path(training_args.output_dir)
     with training_args.main_process_first(desc="training the BPE tokenizer"):
         saved = [Path(resume_from), output_dir] if resume_from else []
@@ -366,12 +443,14 @@ def _pretrained(name_or_path: str) -> str:
 
 def load_or_build_model(model_args, data_args, tokenizer):
     if model_args.model_name_or_path:
-        return AutoModelForSeq2SeqLM.from_pretrained(
-            _pretrained(model_args.model_name_or_path), attn_implementation=model_args.attn_implementation
-        )
+        with loading_from(model_args.model_name_or_path):
+            return AutoModelForSeq2SeqLM.from_pretrained(
+                _pretrained(model_args.model_name_or_path), attn_implementation=model_args.attn_implementation
+            )
     ids = special_token_ids(tokenizer)
     if model_args.config_name:
-        config = AutoConfig.from_pretrained(_pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids)
+        with loading_from(model_args.config_name, "a model's config"):
+            config = AutoConfig.from_pretrained(_pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids)
         return AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
     return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
 
@@ -404,11 +483,16 @@ def main(argv: list[str] | None = None) -> dict:
         flush=True,
     )
     set_seed(training_args.seed)
-    resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
-    if resume_from is None:
-        clear_earlier_checkpoints(training_args)
+    resume_from = None
+    if training_args.do_train:
+        resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
+        if resume_from is None:
+            clear_earlier_checkpoints(training_args)
 
     raw_datasets = load_translation_datasets(data_args)
+    for flag, split in PHASES.items():
+        if not getattr(training_args, flag) and split in raw_datasets:
+            del raw_datasets[split]  # a phase that does not run needs no tokenizing
     for split, limit in (
         ("train", data_args.max_train_samples),
         ("validation", data_args.max_eval_samples),
@@ -417,7 +501,10 @@ def main(argv: list[str] | None = None) -> dict:
         if limit is not None and split in raw_datasets:
             raw_datasets[split] = raw_datasets[split].select(range(min(limit, len(raw_datasets[split]))))
     if "train" not in raw_datasets and training_args.do_train:
-        raise InputError("Training needs a train split: give --train_file, --train_prefix or --dataset_name.")
+        raise InputError(
+            f"{data_args.dataset_name or 'The data'} has no train split: give one, or pass --do_train false to "
+            "evaluate --model_name_or_path without training."
+        )
 
     tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
     model = load_or_build_model(model_args, data_args, tokenizer)
@@ -452,19 +539,7 @@ def main(argv: list[str] | None = None) -> dict:
         compute_metrics=make_compute_metrics(tokenizer, reference_groups(raw_datasets, data_args.target_lang)),
     )
 
-    all_metrics = {}
-    train_result = trainer.train(resume_from_checkpoint=resume_from)
-    check_replicas_agree(trainer)
-    train_metrics = {**train_result.metrics, "train_samples": len(tokenized["train"])}
-    if training_args.average_last_checkpoints:
-        train_metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
-    if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
-        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
-    trainer.save_model()
-    trainer.log_metrics("train", train_metrics)
-    trainer.save_metrics("train", train_metrics)
-    trainer.save_state()
-    all_metrics.update(train_metrics)
+    all_metrics = train(trainer, resume_from) if training_args.do_train else {}
 
     # Validation and test are translated once each: the last one's translations are written out and shown.
     translations, samples_split = [], None
@@ -473,7 +548,7 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         prediction = trainer.predict(tokenized[split], metric_key_prefix=prefix)
         metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
-        if prefix == "eval":
+        if prefix == "eval" and training_args.do_train:
             trainer.log(metrics)  # the final point of the training curves
         trainer.log_metrics(prefix, metrics)
         trainer.save_metrics(prefix, metrics)
@@ -486,20 +561,21 @@ def main(argv: list[str] | None = None) -> dict:
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)
-        plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png")
-        save_translation_pipeline(output_dir)
-        save_model_card(
-            output_dir,
-            source_lang=data_args.source_lang,
-            target_lang=data_args.target_lang,
-            metrics=all_metrics,
-            dataset_name=data_args.dataset_name,
-            dataset_description=data_source_description(data_args),
-            dataset_config=data_args.dataset_config_name,
-            training_args=training_args,
-            repo_id=training_args.hub_model_id,
-        )
-        logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
+        if training_args.do_train:  # a model evaluated without training keeps the card it came with
+            plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png")
+            save_translation_pipeline(output_dir)
+            save_model_card(
+                output_dir,
+                source_lang=data_args.source_lang,
+                target_lang=data_args.target_lang,
+                metrics=all_metrics,
+                dataset_name=data_args.dataset_name,
+                dataset_description=data_source_description(data_args),
+                dataset_config=data_args.dataset_config_name,
+                training_args=training_args,
+                repo_id=training_args.hub_model_id,
+            )
+            logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
         if push_to_hub:
@@ -516,6 +592,23 @@ def main(argv: list[str] | None = None) -> dict:
                 ) from error
             logger.info("Pushed %s to %s", output_dir, commit.commit_url)
     return all_metrics
+
+
+def train(trainer, resume_from: str | None) -> dict:
+    """Train (from `resume_from`, a checkpoint, if given), average the last checkpoints if asked, save the run's
+    model and state; returns the training metrics."""
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
+    check_replicas_agree(trainer)
+    metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
+    if trainer.args.average_last_checkpoints:
+        metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+    if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+    trainer.save_model()
+    trainer.log_metrics("train", metrics)
+    trainer.save_metrics("train", metrics)
+    trainer.save_state()
+    return metrics
 
 
 def average_last_checkpoints(trainer) -> int:

@@ -56,15 +56,17 @@ def main(argv: list[str] | None = None) -> list[Path]:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
-    from hf_vanilla_transformer.hub import model_location
+    from hf_vanilla_transformer.errors import InputError, MissingFileError
+    from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
 
     try:
         location = model_location(args.model)
-        tokenizer = AutoTokenizer.from_pretrained(location, revision=args.revision)
-        model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
-    except (OSError, ValueError) as error:
-        parser.error(f"Cannot load a model from {args.model}: {error}")
+        with loading_from(args.model):
+            tokenizer = AutoTokenizer.from_pretrained(location, revision=args.revision)
+            model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
+    except (MissingFileError, InputError) as error:
+        parser.error(str(error))
 
     maps = compute_attention(model, tokenizer, args.sentence, target=args.target)
     print(f"source: {' '.join(maps.source_tokens)}")

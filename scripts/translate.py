@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
     from hf_vanilla_transformer.errors import InputError, usable_device
-    from hf_vanilla_transformer.hub import model_location
+    from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.pipeline_translation import TASK, translate_sentences
 
     try:
@@ -114,9 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.quantize and torch.device(device).type != "cpu":  # a GPU was chosen for want of --device
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {device}).")
     try:
-        translator = pipeline(TASK, model=model, device=device, revision=args.revision)
-    except (OSError, ValueError) as error:
-        parser.error(f"Cannot load a model from {args.model}: {error}")
+        with loading_from(args.model):
+            translator = pipeline(TASK, model=model, device=device, revision=args.revision)
+    except InputError as error:
+        parser.error(str(error))
     if args.quantize:
         from hf_vanilla_transformer.packed_linear import quantize_int8
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 import torch
 
+from hf_vanilla_transformer import VanillaTransformerConfig
 from hf_vanilla_transformer.errors import InputError, run_command
 from tiny_translation_model import make_tiny_model_dir
 
@@ -113,8 +114,43 @@ def a_new_model_trained_for_no_step(tmp):
     return ["--num_train_epochs", "0"], ["--num_train_epochs 0 trains a new model for no step", "--max_steps"]
 
 
+def evaluating_without_a_model(tmp):
+    return ["--do_train", "false"], ["no model to evaluate", "--model_name_or_path"]
+
+
+def nothing_to_do(tmp):
+    return ["--do_train", "false", "--do_eval", "false", "--do_predict=no"], ["all false: there is nothing to do"]
+
+
+def training_without_training_data(tmp):
+    return ["--validation_prefix", tmp / "val"], ["Training needs training data", "--do_train false"]
+
+
+def predicting_without_test_data(tmp):
+    return ["--train_prefix", tmp / "train", "--do_train", "--do_predict"], ["--do_predict needs test data",
+                                                                             "--test_prefix"]
+
+
+def pushing_without_training(tmp):
+    VanillaTransformerConfig(d_model=16, encoder_ffn_dim=16, decoder_ffn_dim=16).save_pretrained(tmp / "model")
+    return ["--model_name_or_path", tmp / "model", "--do_eval", "--push_to_hub"], ["does not train",
+                                                                                     "scripts/push_to_hub.py"]
+
+
+def a_model_neither_here_nor_on_the_hub(tmp):
+    # a name of the form a/b that is no folder here is a Hub id to transformers: offline or not, it is not found
+    return ["--model_name_or_path", "runs/no-such-run"], [
+        "Cannot load a model's config from runs/no-such-run: there is no such folder here, and as a Hub repo id"]
+
+
+def a_tokenizer_neither_here_nor_on_the_hub(tmp):
+    return ["--tokenizer_name", "runs/no-such-run", "--number_words_train_size", "20"], [
+        "Cannot load a tokenizer from runs/no-such-run: there is no such folder here"]
+
+
 @pytest.mark.parametrize("make_case", [
-    output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
+    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
+    pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
     no_layers, batches_smaller_than_a_sentence,
@@ -166,6 +202,7 @@ def run(tmp_path):
     ("push_to_hub", lambda d, t: [t, "user/repo"], "is not a saved translation model"),
     ("plot_attention", lambda d, t: [t, "zwei"], "not a saved model"),
     ("plot_attention", lambda d, t: [d, "zwei", "--layers", "9"], "Choose layers from 1 to 2"),
+    ("plot_attention", lambda d, t: ["runs/no-such-run", "zwei"], "there is no such folder here, and as a Hub"),
     ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
     ("export_ctranslate2", lambda d, t: ["runs/missing", t / "out"], "No model folder at runs/missing"),

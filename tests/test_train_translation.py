@@ -115,6 +115,37 @@ def test_averaging_needs_checkpoints(tmp_path):
     assert off[2].average_last_checkpoints is None  # 0 turns the built-in run's averaging off
 
 
+@pytest.mark.parametrize("flags, phases, evaluates_each_epoch", [
+    ([], (True, True, True), True),  # train, evaluate, translate the test split
+    (["--do_predict", "false"], (True, True, False), True),
+    (["--do_eval=false"], (True, False, True), False),
+    (["--do_train", "--do_eval"], (True, True, False), True),  # as in transformers' translation example
+    (["--do_train"], (True, False, False), False),
+    (["--do_train", "false"], (False, True, True), True),
+    (["--do_predict"], (False, False, True), False),
+])
+def test_the_do_flags_choose_the_phases(tmp_path, builtin_run, flags, phases, evaluates_each_epoch):
+    model = [] if phases[0] else ["--model_name_or_path", str(builtin_run[0])]
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), *model, *flags])
+    assert (args.do_train, args.do_eval, args.do_predict) == phases
+    assert (args.eval_strategy == "epoch") == evaluates_each_epoch
+
+
+def test_a_model_is_evaluated_without_training(builtin_run, tmp_path):
+    """`--do_predict` alone (or `--do_train false`) translates and scores an existing model: no training, no new
+    model, and only the phases asked for."""
+    model_dir, _ = builtin_run
+    out = tmp_path / "scored"
+    log = run_script("--output_dir", out, "--model_name_or_path", model_dir, *FEW_NUMBERS, "--do_predict",
+                     "--per_device_eval_batch_size", "8")
+    results = json.loads((out / "all_results.json").read_text())
+    assert "predict_bleu" in results and not any(key.startswith(("train_", "eval_")) for key in results)
+    assert results["predict_bleu"] == json.loads((model_dir / "all_results.json").read_text())["predict_bleu"]
+    assert len((out / "generated_predictions.txt").read_text().splitlines()) == 16
+    assert not (out / "model.safetensors").exists() and not (out / "README.md").exists()
+    assert "Sample translations (de -> en)" in log and "***** train metrics *****" not in log
+
+
 def test_token_batching_bounds_every_batch(builtin_run):
     out, _ = builtin_run
     state = json.loads((out / "trainer_state.json").read_text())
@@ -281,7 +312,7 @@ def readme_training_commands():
             if line.startswith("python scripts/train_translation.py") and "..." not in line]
 
 
-def test_the_readme_training_commands_parse(tmp_path):
+def test_the_readme_training_commands_parse(tmp_path, builtin_run):
     """Each recipe in the README names only flags the script has, with values it takes (a typo fails here, not
     after a user has set up the data)."""
     commands = readme_training_commands()
@@ -289,6 +320,8 @@ def test_the_readme_training_commands_parse(tmp_path):
     for command in commands:
         args = command[2:]
         args[args.index("--output_dir") + 1] = str(tmp_path)
+        if "--model_name_or_path" in args:  # a run the README trained before: here, a tiny one
+            args[args.index("--model_name_or_path") + 1] = str(builtin_run[0])
         if "--bf16" in args and not torch.cuda.is_available():
             args += ["--use_cpu", "true"]  # a GPU recipe: transformers refuses --bf16 without a GPU unless told
         model_args, _, training_args = parse_arguments(args)

@@ -44,7 +44,9 @@ class TranslationPipeline(Pipeline):
     Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
     a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
     `return_tensors=True` for `translation_token_ids` instead of text, and any `generate()` argument
-    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call.
+    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. A blank string (empty or
+    only whitespace) translates to "" (no token ids), as a blank line does in `translate_sentences`: a model asked
+    to translate nothing would otherwise make something up.
     """
 
     _load_processor = False
@@ -82,18 +84,22 @@ class TranslationPipeline(Pipeline):
         if not isinstance(text, str):
             raise TypeError(f"{type(self).__name__} translates strings, got {type(text).__name__}: {text!r}")
         encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt")
-        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"]}
+        blank = torch.tensor([not text.strip()])
+        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "blank": blank}
 
     def _forward(self, model_inputs, **generate_kwargs):
+        blank = model_inputs.pop("blank")
         generate_kwargs = self._prepare_generate_kwargs(generate_kwargs)
         output = self.model.generate(**model_inputs, **generate_kwargs)
         output_ids = output if isinstance(output, torch.Tensor) else output.sequences
         batch_size = model_inputs["input_ids"].shape[0]
-        return {"output_ids": output_ids.reshape(batch_size, -1, output_ids.shape[-1])}
+        return {"output_ids": output_ids.reshape(batch_size, -1, output_ids.shape[-1]), "blank": blank}
 
     def postprocess(self, model_outputs, return_tensors=False, clean_up_tokenization_spaces=False):
         records = []
         for output_ids in model_outputs["output_ids"][0]:
+            if model_outputs["blank"][0]:
+                output_ids = output_ids[:0]  # nothing to translate, nothing translated
             if return_tensors:
                 records.append({f"{self.return_name}_token_ids": output_ids})
             else:

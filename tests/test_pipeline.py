@@ -88,6 +88,16 @@ def test_output_formats(translator, reference):
         translator([1, 2])
 
 
+def test_blank_strings_translate_to_blank(translator, reference):
+    assert translator("") == [{"translation_text": ""}]
+    for batch_size in (1, 2):
+        got = translator(["", SOURCES[0], " \t ", SOURCES[1]], batch_size=batch_size)
+        assert got == [{"translation_text": text} for text in ("", reference[0], "", reference[1])]
+    (records,) = translator(["  "], num_return_sequences=2)
+    assert records == [{"translation_text": ""}] * 2
+    assert translator("", return_tensors=True)[0]["translation_token_ids"].numel() == 0
+
+
 def test_translate_sentences_keeps_order_and_blank_lines(translator, reference):
     lines = [SOURCES[1], "", SOURCES[0], "   ", SOURCES[3], SOURCES[2]]
     expected = [reference[1], "", reference[0], "", reference[3], reference[2]]

@@ -97,6 +97,32 @@ def test_trainer_batches_have_the_sampler_shapes_with_the_bucket_collator(tmp_pa
     assert all(batch_rows * length <= 256 for batch_rows, length in shapes) and len(shapes) <= 12
 
 
+def test_the_parameters_are_counted_once_a_run_for_the_flops_not_at_every_step(tmp_path, monkeypatch):
+    """The Trainer's `total_flos` (6 x source tokens x non-embedding parameters) without walking every module at
+    every step, on the host, while the device waits."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+
+    rng = np.random.default_rng(0)
+    rows = [{"input_ids": rng.integers(3, 99, n).tolist() + [2], "labels": rng.integers(3, 99, n).tolist() + [2]}
+            for n in rng.integers(1, 20, 200)]
+    model = VanillaTransformerForConditionalGeneration(tiny_config())
+    parameters = model.num_parameters(exclude_embeddings=True)
+    counted, source_tokens = [], []
+    count = VanillaTransformerForConditionalGeneration.num_parameters
+    monkeypatch.setattr(VanillaTransformerForConditionalGeneration, "num_parameters",
+                        lambda self, *a, **k: counted.append(k) or count(self, *a, **k))
+    args = TokenBatchingSeq2SeqTrainingArguments(tmp_path, max_tokens_per_batch=200, max_steps=12, report_to="none",
+                                                 use_cpu=True, save_strategy="no", disable_tqdm=True)
+    trainer = TokenBatchingSeq2SeqTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                                          data_collator=DataCollatorForSeq2Seq(tokenizer(), model=model))
+    flops = trainer.floating_point_ops
+    monkeypatch.setattr(trainer, "floating_point_ops",
+                        lambda inputs: source_tokens.append(inputs["input_ids"].numel()) or flops(inputs))
+    trainer.train()
+    assert len(source_tokens) == 12 and len(counted) == 1 and counted[0].get("exclude_embeddings")
+    assert trainer.state.total_flos == 6 * sum(source_tokens) * parameters
+
+
 def test_a_training_step_never_reads_a_value_back_from_the_device():
     """On the meta device a tensor has no values: anything that would read one on the host (`.item()`, `if
     tensor:`, `nonzero`), a host-device sync on a GPU, raises. Forward, backward, clipping and an AdamW step run."""

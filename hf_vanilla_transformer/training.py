@@ -194,7 +194,8 @@ def given_phase_flags(argv: list[str]) -> dict[str, bool]:
     boolean is left to the main parser to report."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for flag in PHASES:
-        parser.add_argument(f"--{flag}", type=string_to_bool, nargs="?", const=True)
+        parser.add_argument(f"--{flag}", f"--{flag.replace('_', '-')}", dest=flag, type=string_to_bool, nargs="?",
+                            const=True)  # both spellings, as HfArgumentParser takes them
     try:
         values, _ = parser.parse_known_args(argv)
     except argparse.ArgumentError:

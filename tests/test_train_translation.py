@@ -123,6 +123,7 @@ def test_averaging_needs_checkpoints(tmp_path):
     (["--do_train"], (True, False, False), False),
     (["--do_train", "false"], (False, True, True), True),
     (["--do_predict"], (False, False, True), False),
+    (["--do-predict", "--do-eval=yes"], (False, True, True), True),  # HfArgumentParser's other spelling
 ])
 def test_the_do_flags_choose_the_phases(tmp_path, builtin_run, flags, phases, evaluates_each_epoch):
     model = [] if phases[0] else ["--model_name_or_path", str(builtin_run[0])]

@@ -28,6 +28,7 @@ from transformers import (
     set_seed,
 )
 from transformers.hf_argparser import string_to_bool
+from transformers.integrations import get_available_reporting_integrations
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
@@ -46,7 +47,7 @@ from .metrics import make_compute_metrics
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import save_translation_pipeline
-from .tokenization import load_tokenizer, special_token_ids, train_bpe_tokenizer, translation_texts
+from .tokenization import SPECIAL_TOKENS, load_tokenizer, special_token_ids, train_bpe_tokenizer, translation_texts
 from .trainer import (
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
@@ -136,7 +137,10 @@ class ModelArguments:
     dropout: float | None = field(default=None, metadata={"help": "Override the residual dropout P_drop."})
     normalize_before: bool = field(default=False, metadata={"help": "Pre-LN instead of the paper's post-LN."})
     attn_implementation: str = field(default="sdpa", metadata={"help": "'eager' or 'sdpa' (or flash/flex on GPUs)."})
-    vocab_size: int = field(default=8000, metadata={"help": "Size of the shared BPE vocabulary trained on the data."})
+    vocab_size: int = field(
+        default=8000,
+        metadata={"help": "Size of the shared BPE vocabulary trained on the data (at least 260: 256 bytes, 4 special)."},
+    )
 
 
 @dataclass
@@ -173,6 +177,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     model_args, data_args, training_args = parsed
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args)
+    check_data_flags(model_args, data_args)
     check_training_flags(model_args, training_args)
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
@@ -343,12 +348,37 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments) 
         ) from error
 
 
+def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> None:
+    """Lengths, sample limits and a vocabulary size that would train on nothing, fail deep inside `datasets`, or be
+    silently replaced: one message each, before any work."""
+    for name in ("max_source_length", "max_target_length"):
+        if getattr(data_args, name) < 1:
+            raise InputError(f"--{name} must be at least 1 token, got {getattr(data_args, name)}.")
+    for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
+        value = getattr(data_args, name)
+        if value is not None and value < 1:
+            raise InputError(f"--{name} must be at least 1, got {value}; leave it out to use the whole split.")
+    smallest = 256 + len(SPECIAL_TOKENS)  # a byte-level BPE starts from every byte
+    if not (model_args.tokenizer_name or model_args.model_name_or_path) and model_args.vocab_size < smallest:
+        raise InputError(
+            f"--vocab_size {model_args.vocab_size} is smaller than the byte-level BPE's alphabet (256 bytes and "
+            f"{len(SPECIAL_TOKENS)} special tokens): give at least {smallest}."
+        )
+
+
 def check_training_flags(model_args: ModelArguments, training_args) -> None:
     """Values the Trainer would take and then fail on (a traceback from the optimizer, a file where the run's folder
     goes) or run without doing anything (a new model trained for no step): one message each, before any work."""
     output_dir = training_args.output_dir
     if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise InputError(f"--output_dir {output_dir} is a file: give a folder for the run (made if missing).")
+    available = get_available_reporting_integrations()
+    missing = [name for name in training_args.report_to if name not in available]
+    if missing:
+        raise InputError(
+            f"--report_to {' '.join(missing)}: not installed here (found: {', '.join(available) or 'none'}). Install "
+            f"it (e.g. `pip install {missing[0]}`), or leave it out of --report_to."
+        )
     if not training_args.learning_rate >= 0:  # NaN too
         raise InputError(f"--learning_rate must be 0 or more, got {training_args.learning_rate}.")
     for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"):

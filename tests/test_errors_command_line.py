@@ -148,7 +148,28 @@ def a_tokenizer_neither_here_nor_on_the_hub(tmp):
         "Cannot load a tokenizer from runs/no-such-run: there is no such folder here"]
 
 
+def a_reporting_tool_not_installed(tmp):
+    from transformers.integrations import get_available_reporting_integrations
+
+    absent = next(name for name in ("clearml", "dvclive", "swanlab", "tensorboard", "wandb")
+                  if name not in get_available_reporting_integrations())
+    return ["--report_to", absent], [f"--report_to {absent}: not installed here", "pip install"]
+
+
+def no_source_tokens(tmp):
+    return ["--max_source_length", "0"], ["--max_source_length must be at least 1 token, got 0"]
+
+
+def no_training_pairs(tmp):
+    return ["--max_train_samples", "0"], ["--max_train_samples must be at least 1, got 0", "leave it out"]
+
+
+def a_vocabulary_smaller_than_the_bytes(tmp):
+    return ["--vocab_size", "100"], ["--vocab_size 100 is smaller than the byte-level BPE's alphabet", "at least 260"]
+
+
 @pytest.mark.parametrize("make_case", [
+    a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,

@@ -139,7 +139,7 @@ def test_training_script_pushes_with_its_card(hub_server, tmp_path):  # noqa: F8
     args = [
         str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(out), "--number_words_train_size", "200",
         "--number_words_eval_size", "8", "--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim",
-        "64", "--vocab_size", "200", "--max_steps", "3", "--push_to_hub", "--hub_model_id", "user/numbers-de-en",
+        "64", "--vocab_size", "300", "--max_steps", "3", "--push_to_hub", "--hub_model_id", "user/numbers-de-en",
         "--hub_private_repo", "true",
     ]
     proc = subprocess.run([sys.executable, *args], env=hub_server.env(tmp_path / "home", PYTHONPATH=str(REPO)),

@@ -19,7 +19,7 @@ from hf_vanilla_transformer.training import parse_arguments, resume_checkpoint
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 RUN = [
     "--number_words_train_size", "400", "--number_words_eval_size", "8", "--d_model", "32", "--layers", "1",
-    "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "200", "--max_steps", "120", "--save_strategy",
+    "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300", "--max_steps", "120", "--save_strategy",
     "steps", "--save_steps", "20", "--logging_steps", "1", "--eval_strategy", "no", "--warmup_steps", "20",
     "--per_device_train_batch_size", "16", "--seed", "7", "--save_total_limit", "10",
 ]

@@ -201,7 +201,7 @@ def test_json_lines_files(tmp_path):
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     run_script(
         "--output_dir", tmp_path / "out", "--train_file", tmp_path / "train.jsonl", "--validation_file",
-        tmp_path / "train.jsonl", "--source_lang", "en", "--target_lang", "fr", *TINY, "--vocab_size", "120",
+        tmp_path / "train.jsonl", "--source_lang", "en", "--target_lang", "fr", *TINY, "--vocab_size", "260",
         "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_eval_samples", "8",
     )
     assert "eval_bleu" in json.loads((tmp_path / "out" / "all_results.json").read_text())

@@ -625,6 +625,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`), as
         transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
         without its mask would attend to the padding and translate its shorter sentences differently."""
+        self._forget_placeholder_max_length()
         config = generation_config if generation_config is not None else self.generation_config
         limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
@@ -638,6 +639,24 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         return super().generate(inputs, generation_config=generation_config, **kwargs)
+
+    def save_pretrained(self, *args, **kwargs):
+        self._forget_placeholder_max_length()
+        return super().save_pretrained(*args, **kwargs)
+
+    def _forget_placeholder_max_length(self) -> None:
+        """Unset transformers' placeholder `max_length=20` where Seq2SeqTrainer put it: after every evaluation batch
+        it fills each unset field of the generation config with transformers' default, and that length would cut every
+        later translation, and every saved model's, at 20 tokens. Recognised by all ~30 defaults being set, which no
+        one does by hand; a length set any other way stays."""
+        config = self.generation_config
+        if config is None or config.max_length is None:
+            return
+        defaults = config._get_default_generation_params()
+        if config.max_length == defaults["max_length"] and all(
+            getattr(config, name, None) is not None for name, value in defaults.items() if value is not None
+        ):
+            config.max_length = None
 
     def _padding_mask_of(self, source: torch.Tensor | None, config) -> torch.Tensor | None:
         """`source` ids' attention mask, 0 at `pad_token_id`; None for embeddings, or without a pad token distinct from

@@ -7,7 +7,7 @@ import datasets
 import pytest
 import torch
 from conftest import tiny_config
-from transformers import DataCollatorForSeq2Seq, GenerationConfig, PreTrainedTokenizerFast
+from transformers import DataCollatorForSeq2Seq, GenerationConfig, PreTrainedTokenizerFast, Seq2SeqTrainer
 from tokenizers import Tokenizer, models
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -25,8 +25,9 @@ def word_level_tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
     )
 
 
-@pytest.fixture
-def trainer(tmp_path):
+@pytest.fixture(params=[TokenBatchingSeq2SeqTrainer, Seq2SeqTrainer])
+def trainer(request, tmp_path):
+    """This package's trainer, and transformers' own Seq2SeqTrainer as a user would take it."""
     torch.manual_seed(0)
     model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
     # random weights: no translation ends early, and each is made of ordinary tokens
@@ -42,7 +43,7 @@ def trainer(tmp_path):
         output_dir=str(tmp_path), per_device_eval_batch_size=2, predict_with_generate=True,
         generation_num_beams=1, report_to="none", use_cpu=True,
     )
-    return TokenBatchingSeq2SeqTrainer(
+    return request.param(
         model=model, args=args, eval_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer,
         data_collator=DataCollatorForSeq2Seq(tokenizer, model=model, label_pad_token_id=-100),
         compute_metrics=make_compute_metrics(tokenizer),
@@ -65,7 +66,8 @@ def test_every_batch_translates_past_20_tokens(trainer, tmp_path):
     assert prediction.metrics["test_gen_len"] == pytest.approx(sum(lengths) / len(lengths))
 
     model = trainer.model
-    assert model.generation_config.max_length is None and model.generation_config.max_new_tokens is None
+    if isinstance(trainer, TokenBatchingSeq2SeqTrainer):  # it leaves the config as it was; the model copes either way
+        assert model.generation_config.max_length is None and model.generation_config.max_new_tokens is None
     source = torch.tensor([[5, 6, 7, 2]])
     model.generation_config.min_new_tokens = None
     model.generation_config.suppress_tokens = [0, 1, 2]  # never ends: runs to the paper's limit, 4 + 50 new tokens
@@ -87,3 +89,11 @@ def test_a_length_the_user_sets_still_wins(trainer):
     lengths = generated_lengths(trainer, trainer.predict(trainer.eval_dataset).predictions)
     assert max(lengths) == 30
     assert trainer.model.generation_config.max_new_tokens == 30
+
+
+def test_a_max_length_of_20_set_by_hand_is_kept():
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    model.generation_config.max_length = 20
+    model.generation_config.suppress_tokens = [0, 1, 2]  # never ends
+    assert model.generate(torch.tensor([[5, 6, 7, 2]])).shape[1] == 20
+    assert model.generation_config.max_length == 20

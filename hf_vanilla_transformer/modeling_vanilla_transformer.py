@@ -641,7 +641,14 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         return super().generate(inputs, generation_config=generation_config, **kwargs)
 
     def save_pretrained(self, *args, **kwargs):
+        """`PreTrainedModel.save_pretrained`, with the translation pipeline among the code it ships (this relative
+        import makes `pipeline_translation.py` one of the files copied next to this one) and named in config.json, so
+        that `pipeline(model=DIR, trust_remote_code=True)` translates wherever the saved model goes."""
+        from .pipeline_translation import custom_pipeline_entry
+
         self._forget_placeholder_max_length()
+        others = getattr(self.config, "custom_pipelines", None) or {}
+        self.config.custom_pipelines = {**others, **custom_pipeline_entry()}
         return super().save_pretrained(*args, **kwargs)
 
     def _forget_placeholder_max_length(self) -> None:

@@ -148,16 +148,16 @@ def save_translation_pipeline(model_dir) -> Path:
     if not target.exists() or not target.samefile(source):
         shutil.copyfile(source, target)
     config = json.loads(config_file.read_text(encoding="utf-8"))
-    config["custom_pipelines"] = {
-        SAVED_TASK: {
-            "impl": f"{source.stem}.{TranslationPipeline.__name__}",
-            "pt": ["AutoModelForSeq2SeqLM"],
-            "type": "text",
-        }
-    }
+    config["custom_pipelines"] = {**config.get("custom_pipelines", {}), **custom_pipeline_entry()}
     # The layout of PreTrainedConfig.to_json_file, so a later save_pretrained rewrites the file unchanged.
     config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return target
+
+
+def custom_pipeline_entry() -> dict:
+    """What a saved model's config.json records under `custom_pipelines` for this pipeline (task `SAVED_TASK`)."""
+    impl = f"{Path(__file__).stem}.{TranslationPipeline.__name__}"
+    return {SAVED_TASK: {"impl": impl, "pt": ["AutoModelForSeq2SeqLM"], "type": "text"}}
 
 
 def register_translation_pipeline() -> None:

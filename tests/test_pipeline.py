@@ -104,6 +104,18 @@ def test_translate_sentences_keeps_order_and_blank_lines(translator, reference):
     assert translate_sentences(translator, lines, batch_size=3) == [" ".join(t.split()) for t in expected]
 
 
+def test_every_save_pretrained_ships_the_pipeline(tmp_path):
+    """A model saved by its own save_pretrained (not only by the training script) carries the pipeline's code and
+    names it in config.json; other custom pipelines there are kept."""
+    model = AutoModelForSeq2SeqLM.from_pretrained(make_tiny_model_dir(tmp_path / "plain"))
+    model.config.custom_pipelines = {"other-task": {"impl": "other.OtherPipeline", "pt": [], "type": "text"}}
+    model.save_pretrained(tmp_path / "saved")
+    config = json.loads((tmp_path / "saved" / "config.json").read_text())
+    assert set(config["custom_pipelines"]) == {"other-task", SAVED_TASK}
+    assert (tmp_path / "saved" / "pipeline_translation.py").read_text() == Path(
+        hf_vanilla_transformer.pipeline_translation.__file__).read_text()
+
+
 def test_saved_as_custom_pipeline(model_dir, tmp_path):
     config = json.loads((model_dir / "config.json").read_text())
     assert config["custom_pipelines"] == {
@@ -152,13 +164,16 @@ translator = pipeline(model={str(model_dir)!r}, trust_remote_code=True)
 assert type(translator).__module__.startswith("transformers_modules"), type(translator)
 assert type(translator.model).__module__.startswith("transformers_modules"), type(translator.model)
 by_name = pipeline({SAVED_TASK!r}, model={str(model_dir)!r}, trust_remote_code=True)
-print(json.dumps([translator({SOURCES!r}, batch_size=2), by_name({SOURCES!r}[:1])]))
+translator.model.save_pretrained("again")  # saved by the remote code: the pipeline goes with it again
+translator.tokenizer.save_pretrained("again")
+again = pipeline(model="again", trust_remote_code=True)
+print(json.dumps([translator({SOURCES!r}, batch_size=2), by_name({SOURCES!r}[:1]), again({SOURCES!r}[:1])]))
 """
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    batched, single = json.loads(proc.stdout.strip().splitlines()[-1])
+    batched, single, again = json.loads(proc.stdout.strip().splitlines()[-1])
     assert batched == [{"translation_text": text} for text in reference]
-    assert single == [{"translation_text": reference[0]}]
+    assert single == again == [{"translation_text": reference[0]}]

@@ -22,7 +22,7 @@ SOURCES = ["Ein Hund läuft.", "Zwei Kinder spielen im Park und lachen laut.", "
 
 
 def make_tiny_model_dir(path: str | Path, *, seed: int = 0, max_new_tokens: int | None = 6) -> Path:
-    """Save model, tokenizer and generation config to `path` (no pipeline code, no card) and return it."""
+    """Save model, tokenizer and generation config to `path` (as `save_pretrained` does: no card) and return it."""
     from hf_vanilla_transformer import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
     from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
 

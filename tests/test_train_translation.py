@@ -17,7 +17,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
 from hf_vanilla_transformer.errors import InputError
-from hf_vanilla_transformer.training import model_config, parse_arguments
+from hf_vanilla_transformer.training import main, model_config, parse_arguments
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 TINY = ["--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300"]
@@ -31,6 +31,14 @@ def run_script(*args, launcher=(sys.executable,), timeout=300):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     return result.stdout + result.stderr
+
+
+def run_main(*args, capsys) -> str:
+    """The script's `main()` in this process (no new interpreter to start and import into: seconds less a run);
+    returns what it printed."""
+    main(list(map(str, args)))
+    captured = capsys.readouterr()
+    return captured.out + captured.err
 
 
 @pytest.fixture(scope="module")
@@ -132,13 +140,13 @@ def test_the_do_flags_choose_the_phases(tmp_path, builtin_run, flags, phases, ev
     assert (args.eval_strategy == "epoch") == evaluates_each_epoch
 
 
-def test_a_model_is_evaluated_without_training(builtin_run, tmp_path):
+def test_a_model_is_evaluated_without_training(builtin_run, tmp_path, capsys):
     """`--do_predict` alone (or `--do_train false`) translates and scores an existing model: no training, no new
     model, and only the phases asked for."""
     model_dir, _ = builtin_run
     out = tmp_path / "scored"
-    log = run_script("--output_dir", out, "--model_name_or_path", model_dir, *FEW_NUMBERS, "--do_predict",
-                     "--per_device_eval_batch_size", "8")
+    log = run_main("--output_dir", out, "--model_name_or_path", model_dir, *FEW_NUMBERS, "--do_predict",
+                   "--per_device_eval_batch_size", "8", capsys=capsys)
     results = json.loads((out / "all_results.json").read_text())
     assert "predict_bleu" in results and not any(key.startswith(("train_", "eval_")) for key in results)
     assert results["predict_bleu"] == json.loads((model_dir / "all_results.json").read_text())["predict_bleu"]
@@ -196,13 +204,13 @@ def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
     assert "Reusing" not in log  # the tokenizer came from the fine-tuned model
 
 
-def test_json_lines_files(tmp_path):
+def test_json_lines_files(tmp_path, capsys):
     rows = [{"translation": {"en": f"{n} apples", "fr": f"{n} pommes"}} for n in range(40)]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    run_script(
+    run_main(
         "--output_dir", tmp_path / "out", "--train_file", tmp_path / "train.jsonl", "--validation_file",
         tmp_path / "train.jsonl", "--source_lang", "en", "--target_lang", "fr", *TINY, "--vocab_size", "260",
-        "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_eval_samples", "8",
+        "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_eval_samples", "8", capsys=capsys,
     )
     assert "eval_bleu" in json.loads((tmp_path / "out" / "all_results.json").read_text())
 
@@ -329,10 +337,10 @@ def test_the_readme_training_commands_parse(tmp_path, builtin_run):
         assert training_args.output_dir == str(tmp_path) and model_args.vocab_size > 0
 
 
-def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path):
+def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path, capsys):
     out, _ = builtin_run
-    run_script("--output_dir", tmp_path, "--tokenizer_name", out, *FEW_NUMBERS, *TINY, "--vocab_size", "999",
-               "--max_steps", "1", "--per_device_train_batch_size", "8")
+    run_main("--output_dir", tmp_path, "--tokenizer_name", out, *FEW_NUMBERS, *TINY, "--vocab_size", "999",
+             "--max_steps", "1", "--per_device_train_batch_size", "8", capsys=capsys)
     given, saved = AutoTokenizer.from_pretrained(out), AutoTokenizer.from_pretrained(tmp_path)
     assert saved.get_vocab() == given.get_vocab() and len(given) != 999  # not a newly trained vocabulary
     assert AutoModelForSeq2SeqLM.from_pretrained(tmp_path).config.vocab_size == len(given)

@@ -34,9 +34,14 @@ def run_script(*args, launcher=(sys.executable,), timeout=300):
 
 
 def run_main(*args, capsys) -> str:
-    """The script's `main()` in this process (no new interpreter to start and import into: seconds less a run);
-    returns what it printed."""
-    main(list(map(str, args)))
+    """The script's `main()` in this process (no new interpreter to start and import into: seconds less a run), on
+    one thread as `run_script`'s processes (so that sums add up in the same order); returns what it printed."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        main(list(map(str, args)))
+    finally:
+        torch.set_num_threads(threads)
     captured = capsys.readouterr()
     return captured.out + captured.err
 

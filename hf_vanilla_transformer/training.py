@@ -235,15 +235,15 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
             )
     named = named_splits(data_args)
     for flag, split in PHASES.items():
-        required = flag in given_true or flag == "do_train"  # evaluation and test are optional unless asked for
-        if named is None or split in named or not getattr(training_args, flag) or not required:
+        if named is None or split in named or not getattr(training_args, flag):
             continue
         if flag in given_true:
             raise InputError(f"--{flag} needs {split} data, and none is given: pass --{split}_prefix or --{split}_file.")
-        raise InputError(
-            "Training needs training data, and none is given: pass --train_prefix, --train_file or --dataset_name, or "
-            "--do_train false to evaluate --model_name_or_path without training."
-        )
+        if flag == "do_train":  # evaluation and test run by default only where the data has them
+            raise InputError(
+                "Training needs training data, and none is given: pass --train_prefix, --train_file or --dataset_name, "
+                "or --do_train false to evaluate --model_name_or_path without training."
+            )
 
 
 def named_splits(data_args: DataArguments) -> set[str] | None:

@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 import sacrebleu
 
+_METRICS = {"bleu": sacrebleu.BLEU, "chrf": sacrebleu.CHRF}
+"""The metrics, each with sacrebleu's default settings (BLEU: 13a tokenization, exponential smoothing)."""
+
 BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_chrf.py")
 """The `evaluate` metric module shipped in the package: `evaluate.load(BLEU_CHRF_METRIC_PATH)` works offline."""
 
@@ -23,10 +26,19 @@ def compute_translation_metrics(
     if len(predictions) != len(references):
         raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
     reference_streams = _reference_streams(references)
-    return {
-        "bleu": sacrebleu.corpus_bleu(predictions, reference_streams).score,
-        "chrf": sacrebleu.corpus_chrf(predictions, reference_streams).score,
-    }
+    return {name: metric().corpus_score(predictions, reference_streams).score for name, metric in _METRICS.items()}
+
+
+def sacrebleu_signatures(references_per_sentence: int = 1) -> dict[str, str]:
+    """The sacreBLEU signatures of `compute_translation_metrics`' BLEU and chrF, e.g. BLEU's
+    `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1`: the settings, reference count and sacrebleu
+    version that a reported score needs beside it to be comparable with others' (Post, 2018)."""
+    signatures = {}
+    for name, metric_class in _METRICS.items():
+        metric = metric_class()
+        metric.corpus_score(["."], [["."]] * references_per_sentence)  # sacrebleu learns the reference count here
+        signatures[name] = str(metric.get_signature())
+    return signatures
 
 
 def _reference_streams(references: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:

@@ -83,6 +83,7 @@ def create_model_card(
     tags: Sequence[str] = (),
     example: str | None = None,
     project_url: str | None = None,
+    metric_signatures: Mapping[str, str] | None = None,
     template_path: str | os.PathLike | None = None,
 ) -> ModelCard:
     """Render the card of the model saved in `model_dir` (config.json, weights; tokenizer.json if there).
@@ -94,6 +95,8 @@ def create_model_card(
     by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
     `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
     `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them.
+    `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
+    computed), stated under the results; left out when not given, since a card rendered later cannot know them.
     """
     model_dir = Path(model_dir)
     if dataset_name and not _is_hub_id(dataset_name):
@@ -141,6 +144,7 @@ def create_model_card(
         recipe=_recipe(training_args),
         data_sizes=[(label, _number(metrics[key])) for key, label in _SIZES.items() if key in metrics],
         example=example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate."),
+        metric_signatures=metric_signatures,
     )
 
 

@@ -43,7 +43,7 @@ from .data import (
 from .distributed import check_replicas_agree, fsdp_requested
 from .errors import InputError
 from .hub import check_push_target, hub_error_message, loading_from, model_location, push_from_training_args
-from .metrics import make_compute_metrics
+from .metrics import make_compute_metrics, sacrebleu_signatures
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import save_translation_pipeline
@@ -605,10 +605,13 @@ def main(argv: list[str] | None = None) -> dict:
                 dataset_config=data_args.dataset_config_name,
                 training_args=training_args,
                 repo_id=training_args.hub_model_id,
+                metric_signatures=sacrebleu_signatures() if samples_split else None,
             )
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
+        if samples_split:
+            print("sacreBLEU signatures: BLEU {bleu}, chrF {chrf}".format(**sacrebleu_signatures()))
         if push_to_hub:
             try:
                 commit = push_from_training_args(training_args)

@@ -15,6 +15,7 @@ from hf_vanilla_transformer.metrics import (
     compute_translation_metrics,
     exact_match_by_group,
     make_compute_metrics,
+    sacrebleu_signatures,
 )
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
 
@@ -29,6 +30,14 @@ def test_compute_translation_metrics_matches_sacrebleu():
     assert metrics["chrf"] == pytest.approx(sacrebleu.corpus_chrf(HYPOTHESES, [REFERENCES]).score)
     assert 0 < metrics["bleu"] < 100 and 0 < metrics["chrf"] < 100
     assert compute_translation_metrics(REFERENCES, REFERENCES) == pytest.approx({"bleu": 100.0, "chrf": 100.0})
+
+
+def test_sacrebleu_signatures_name_the_settings_of_the_scores():
+    bleu, chrf = sacrebleu.BLEU(), sacrebleu.CHRF()  # sacrebleu's defaults, as compute_translation_metrics uses
+    bleu.corpus_score(HYPOTHESES, [REFERENCES, HYPOTHESES])
+    chrf.corpus_score(HYPOTHESES, [REFERENCES, HYPOTHESES])
+    assert sacrebleu_signatures(2) == {"bleu": str(bleu.get_signature()), "chrf": str(chrf.get_signature())}
+    assert sacrebleu_signatures()["bleu"] == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
 
 
 def test_multiple_references_per_prediction():

@@ -4,6 +4,7 @@ chrF) and a body with the architecture, recipe, data, loading instructions and l
 import json
 
 import pytest
+import sacrebleu
 from huggingface_hub import ModelCard
 from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments
 
@@ -15,6 +16,7 @@ from hf_vanilla_transformer.model_card import (
     save_model_card,
     update_model_card,
 )
+from hf_vanilla_transformer.metrics import sacrebleu_signatures
 from tiny_translation_model import make_tiny_model_dir
 
 METRICS = {"eval_bleu": 27.3456, "eval_chrf": 55.5, "eval_samples": 1014, "test_bleu": 26.0, "test_chrf": 54.25,
@@ -112,6 +114,16 @@ def test_update_model_card_renders_again_with_a_repo_id(model_dir, card):
     assert updated.data.model_name == "renamed" and 'model="org/renamed"' in updated.text
     assert "| Learning rate | 0.0007 |" in updated.text  # the recipe survives without the training arguments
     assert [r.metric_value for r in updated.data.eval_results] == [r.metric_value for r in card.data.eval_results]
+
+
+def test_the_scores_sacrebleu_signatures_are_stated_when_known(model_dir):
+    signatures = sacrebleu_signatures()
+    card = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS,
+                             metric_signatures=signatures)
+    assert f"sacreBLEU signatures: BLEU `{signatures['bleu']}`, chrF\n`{signatures['chrf']}`." in card.text
+    assert "tok:13a" in signatures["bleu"] and f"version:{sacrebleu.__version__}" in signatures["chrf"]
+    # a card rendered from a folder's metrics alone does not claim the settings or version they were computed with
+    assert "signature" not in create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).text
 
 
 def test_update_keeps_a_foreign_card_unless_told_more(tmp_path):

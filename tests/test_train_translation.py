@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import sacrebleu
 import torch
 from conftest import REPO, SHARED_DATA
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
@@ -76,6 +77,8 @@ def test_builtin_run_writes_everything(builtin_run):
     card = (out / "README.md").read_text()
     assert "model-index" in card and "pipeline_tag: translation" in card and "library_name: transformers" in card
     assert f"{results['eval_bleu']:.2f}"[:4] in card or str(round(results["eval_bleu"], 2)) in card
+    signature = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    assert f"BLEU `{signature}`" in card and f"sacreBLEU signatures: BLEU {signature}, chrF nrefs:1|" in log
     assert (out / "pipeline_translation.py").exists()
     assert "translation" in json.loads((out / "config.json").read_text())["custom_pipelines"]
 

@@ -465,17 +465,20 @@ def tokenize_translation_datasets(
     max_target_length: int = 256,
     num_proc: int | None = None,
 ) -> DatasetDict:
-    """Tokenize each split: source -> input_ids/attention_mask, target -> labels (`text_target=`), truncating.
+    """Tokenize each split: source -> input_ids/attention_mask, target -> labels (`text_target=`).
 
-    The tokenizer's truncation keeps the eos it appends; the number of truncated sources and targets of each split
-    is logged as a warning. All other columns are removed.
+    Sources are truncated to `max_source_length` tokens, and the training split's targets to `max_target_length`;
+    the other splits' targets are the references their translations are scored against, so they are kept whole (a
+    BLEU against cut references would credit translations cut as short). The tokenizer's truncation keeps the eos it
+    appends; the number of truncated sources and targets of each split is logged as a warning. All other columns
+    are removed.
     """
 
-    def tokenize(batch: dict) -> dict:
+    def tokenize(batch: dict, target_limit: int | None) -> dict:
         sources = [pair[source_lang] for pair in batch["translation"]]
         targets = [pair[target_lang] for pair in batch["translation"]]
         model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True)
-        labels = tokenizer(text_target=targets, max_length=max_target_length, truncation=True)
+        labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None)
         model_inputs["labels"] = labels["input_ids"]
         model_inputs["source_truncated"] = _truncated_flags(model_inputs)
         model_inputs["target_truncated"] = _truncated_flags(labels)
@@ -485,6 +488,7 @@ def tokenize_translation_datasets(
     for split, dataset in datasets.items():
         flagged = dataset.map(
             tokenize,
+            fn_kwargs={"target_limit": max_target_length if split == "train" else None},
             batched=True,
             num_proc=num_proc,
             remove_columns=dataset.column_names,

@@ -148,7 +148,11 @@ class DataArguments(TranslationDataArguments):
     """Data sources (see TranslationDataArguments) plus lengths, sample limits and printing."""
 
     max_source_length: int = field(default=256, metadata={"help": "Truncate sources to this many tokens."})
-    max_target_length: int = field(default=256, metadata={"help": "Truncate targets to this many tokens."})
+    max_target_length: int = field(
+        default=256,
+        metadata={"help": "Truncate training targets to this many tokens (validation and test references are scored "
+                          "whole)."},
+    )
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training pairs."})
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N validation pairs."})
     max_predict_samples: int | None = field(default=None, metadata={"help": "Use only the first N test pairs."})

@@ -258,6 +258,23 @@ def test_tokenize_translation_datasets_makes_labels_and_counts_truncation(caplog
     assert not any("targets" in message for message in caplog.messages)
 
 
+def test_only_training_targets_are_truncated(caplog):
+    """Validation and test targets are the references translations are scored against: kept whole."""
+    corpus = number_words_corpus(60, 10, 10)
+    tokenizer = train_bpe_tokenizer(translation_texts(corpus["train"], "de", "en"), vocab_size=300)
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        tokenized = tokenize_translation_datasets(
+            corpus, tokenizer, source_lang="de", target_lang="en", max_source_length=64, max_target_length=3
+        )
+    assert all(len(labels) <= 3 for labels in tokenized["train"]["labels"])
+    assert any("train targets to max_target_length=3" in message for message in caplog.messages)
+    for split in ("validation", "test"):
+        references = [pair["en"] for pair in corpus[split]["translation"]]
+        assert max(len(labels) for labels in tokenized[split]["labels"]) > 3
+        assert tokenizer.batch_decode(list(tokenized[split]["labels"]), skip_special_tokens=True) == references
+        assert not any(f"{split} targets" in message for message in caplog.messages)
+
+
 def test_multi30k_prefixes_load_aligned():
     if not (MULTI30K / "train.de.gz").exists():
         pytest.skip(f"Multi30k not found at {MULTI30K}")

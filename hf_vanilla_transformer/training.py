@@ -237,6 +237,14 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
                 "--push_to_hub pushes the model this run trains, but it does not train (--do_train false): push a "
                 "saved model with `python scripts/push_to_hub.py MODEL_DIR REPO_ID`."
             )
+    if training_args.do_train:  # the Trainer counts steps when --max_steps >= 0 (so 0 means no step), else epochs
+        flag, steps = ("--max_steps", training_args.max_steps) if training_args.max_steps >= 0 else (
+            "--num_train_epochs", training_args.num_train_epochs)
+        if not steps > 0:
+            raise InputError(
+                f"{flag} {steps:g} trains for no step: give a positive --max_steps, or leave it out and give a "
+                "positive --num_train_epochs (--do_train false evaluates a --model_name_or_path without training)."
+            )
     named = named_splits(data_args)
     for flag, split in PHASES.items():
         if named is None or split in named or not getattr(training_args, flag):
@@ -388,13 +396,6 @@ def check_training_flags(model_args: ModelArguments, training_args) -> None:
     for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"):
         if getattr(training_args, name) < 1:
             raise InputError(f"--{name} must be at least 1, got {getattr(training_args, name)}.")
-    new_model = not model_args.model_name_or_path
-    if new_model and training_args.max_steps <= 0 and not training_args.num_train_epochs > 0:
-        raise InputError(
-            f"--num_train_epochs {training_args.num_train_epochs:g} trains a new model for no step: give a positive "
-            "--num_train_epochs or --max_steps (a model given by --model_name_or_path is evaluated without training "
-            "with --do_train false)."
-        )
 
 
 def check_push_flags(training_args) -> None:

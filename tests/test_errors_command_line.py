@@ -111,7 +111,16 @@ def no_eval_batch(tmp):
 
 
 def a_new_model_trained_for_no_step(tmp):
-    return ["--num_train_epochs", "0"], ["--num_train_epochs 0 trains a new model for no step", "--max_steps"]
+    return ["--num_train_epochs", "0"], ["--num_train_epochs 0 trains for no step", "--max_steps"]
+
+
+def no_step_meant_as_no_limit(tmp):  # the Trainer would train no step, then evaluate and save the untrained model
+    return ["--max_steps", "0"], ["--max_steps 0 trains for no step", "positive --num_train_epochs"]
+
+
+def a_model_fine_tuned_for_no_step(tmp):
+    model = make_tiny_model_dir(tmp / "model")
+    return ["--model_name_or_path", model, "--num_train_epochs", "0"], ["trains for no step", "--do_train false"]
 
 
 def evaluating_without_a_model(tmp):
@@ -172,6 +181,7 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
+    no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
     no_layers, batches_smaller_than_a_sentence,

@@ -23,6 +23,7 @@ from datasets import Dataset, DatasetDict, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
 from .errors import InputError, MissingFileError
+from .hub import loading_from
 
 logger = logging.getLogger(__name__)
 
@@ -273,7 +274,8 @@ def _chosen_sources(args: TranslationDataArguments) -> list[str]:
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache."""
-    return load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
+    with loading_from(args.dataset_name, "the dataset"):  # offline, a misspelt id or config: one line that says so
+        return load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
 
 
 def _load_json_datasets(args: TranslationDataArguments) -> DatasetDict:

@@ -165,6 +165,7 @@ def loading_from(name_or_path: str | os.PathLike, what: str = "a model") -> Iter
         raise
     except (OSError, ValueError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason += "" if reason.endswith((".", "!", "?")) else "."
         if Path(name_or_path).expanduser().exists():
             raise InputError(f"Cannot load {what} from {name_or_path}: {reason}") from error
         raise InputError(

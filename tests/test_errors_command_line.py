@@ -152,6 +152,17 @@ def a_model_neither_here_nor_on_the_hub(tmp):
         "Cannot load a model's config from runs/no-such-run: there is no such folder here, and as a Hub repo id"]
 
 
+def a_dataset_neither_here_nor_on_the_hub(tmp):  # offline, or a misspelt id: not found either way
+    return ["--dataset_name", "runs/no-such-dataset"], [
+        "Cannot load the dataset from runs/no-such-dataset: there is no such folder here, and as a Hub repo id",
+        "Check the path, or the id and the network."]
+
+
+def a_dataset_folder_without_data(tmp):
+    (tmp / "dataset").mkdir()
+    return ["--dataset_name", tmp / "dataset"], [f"Cannot load the dataset from {tmp / 'dataset'}: "]
+
+
 def a_tokenizer_neither_here_nor_on_the_hub(tmp):
     return ["--tokenizer_name", "runs/no-such-run", "--number_words_train_size", "20"], [
         "Cannot load a tokenizer from runs/no-such-run: there is no such folder here"]
@@ -179,7 +190,8 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
 
 @pytest.mark.parametrize("make_case", [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
-    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
+    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, a_dataset_neither_here_nor_on_the_hub,
+    a_dataset_folder_without_data, evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
     no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,

@@ -239,7 +239,8 @@ BUILTIN_DATASETS = ("number_words",)
 
 
 def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
-    """Load the splits `args` names (train/validation/test, as given) as a DatasetDict with a `translation` column."""
+    """Load the splits `args` names (train/validation/test, as given) as a DatasetDict with a `translation` column
+    (made from a text column per language where the data has those instead)."""
     chosen = _chosen_sources(args)
     if len(chosen) != 1:
         raise InputError(
@@ -255,7 +256,9 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     }
     datasets = loaders[chosen[0]](args)
     for split, dataset in datasets.items():
+        dataset = _with_translation_column(dataset, args.source_lang, args.target_lang)
         _check_translation_column(dataset, split, args.source_lang, args.target_lang)
+        datasets[split] = dataset = _without_pairs_lacking_text(dataset, split, args.source_lang, args.target_lang)
         if len(dataset) == 0:
             raise InputError(f"The {split} split has no sentence pairs: give it data, or leave the split out.")
     return datasets
@@ -338,14 +341,49 @@ def _split_paths(train: str | None, validation: str | None, test: str | None) ->
     return {split: path for split, path in zip(SPLITS, (train, validation, test)) if path is not None}
 
 
+def _with_translation_column(dataset: Dataset, source_lang: str, target_lang: str) -> Dataset:
+    """A dataset with a text column per language (`{"en": ..., "de": ...}` rows, as bentrevett/multi30k on the Hub)
+    turned into one with the `translation` column of {language: text} dicts that the rest expects; a dataset that
+    has a `translation` column, or lacks a language's column, is returned as it is."""
+    if "translation" in dataset.column_names or not {source_lang, target_lang} <= set(dataset.column_names):
+        return dataset
+
+    def pair_up(batch: dict) -> dict:
+        return {"translation": [{source_lang: source, target_lang: target}
+                                for source, target in zip(batch[source_lang], batch[target_lang], strict=True)]}
+
+    return dataset.map(pair_up, batched=True, remove_columns=dataset.column_names, desc="Pairing the language columns")
+
+
+def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> Dataset:
+    """Leave out (and count, in a warning) the pairs whose source or target is missing (null), not a string, or
+    blank, as empty lines of plain text are: they teach nothing, and a missing one would stop tokenization."""
+
+    def has_text(batch: dict) -> list[bool]:
+        return [all(isinstance(pair.get(lang), str) and pair[lang].strip() for lang in (source_lang, target_lang))
+                for pair in batch["translation"]]
+
+    kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")
+    if len(kept) == len(dataset):
+        return dataset
+    logger.warning(
+        f"Left out {len(dataset) - len(kept)} of {len(dataset)} {split} pairs whose {source_lang} or {target_lang} "
+        "side is missing or empty."
+    )
+    return kept
+
+
 def _check_translation_column(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> None:
     """Raise ValueError unless `dataset` has a `translation` column holding both languages."""
     feature = dataset.features.get("translation")
     languages = set(getattr(feature, "languages", None) or (feature.keys() if isinstance(feature, dict) else []))
+    if feature is not None and not languages:  # a schema-less column (datasets' Json, for rows of differing keys)
+        languages = {key for pair in dataset["translation"] if isinstance(pair, dict) for key in pair}
     if not {source_lang, target_lang} <= languages:
         raise InputError(
             f"The {split} split needs a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} "
-            f"dicts; it has columns {dataset.column_names} (translation languages: {sorted(languages) or 'none'}). "
+            f"dicts, or a text column for each language ({source_lang!r} and {target_lang!r}); it has columns "
+            f"{dataset.column_names} (translation languages: {sorted(languages) or 'none'}). "
             "Check --source_lang/--target_lang or the file's fields."
         )
 

@@ -155,6 +155,34 @@ def test_load_translation_datasets_from_json_lines(tmp_path):
         load_translation_datasets(args)
 
 
+def test_a_text_column_per_language_is_paired_up(tmp_path):
+    """Rows of {"en": ..., "de": ...}, as many Hub datasets (bentrevett/multi30k) and JSON files have them."""
+    rows = [{"en": en, "de": de, "id": i} for i, (de, en) in enumerate(zip(GERMAN, ENGLISH))]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
+                                    cache_dir=str(tmp_path / "cache"))
+    train = load_translation_datasets(args)["train"]
+    assert train.column_names == ["translation"] and pairs(train) == list(zip(GERMAN, ENGLISH))
+    args.target_lang = "fr"
+    with pytest.raises(ValueError, match="or a text column for each language \\('de' and 'fr'\\)"):
+        load_translation_datasets(args)
+
+
+def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog):
+    rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
+            {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}}]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        train = load_translation_datasets(args)["train"]
+    assert pairs(train) == [("ein Hund", "a dog")]
+    assert any("Left out 3 of 4 train pairs whose de or en side is missing or empty" in m for m in caplog.messages)
+    (tmp_path / "train.jsonl").write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="The train split has no sentence pairs"):
+        load_translation_datasets(args)
+
+
 @pytest.mark.parametrize(
     "sources",
     [{}, {"dataset_name": "wmt/wmt14", "train_prefix": "data/train"}, {"train_file": "a.json", "builtin_dataset": "x"}],

@@ -7,7 +7,9 @@ dicts, the format of transformers' translation example (`examples/pytorch/transl
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import logging
 import zlib
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datasets import Dataset, DatasetDict, load_dataset
+from datasets import Dataset, DatasetDict, Features, load_dataset
 from datasets.exceptions import DatasetGenerationError
 
 from .errors import InputError, MissingFileError
@@ -216,9 +218,13 @@ class TranslationDataArguments:
     target_lang: str = field(metadata={"help": "Target language id, e.g. 'de'."})
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset, e.g. 'wmt/wmt14' (network)."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config, e.g. 'de-en'."})
-    train_file: str | None = field(default=None, metadata={"help": "JSON lines with a 'translation' field."})
-    validation_file: str | None = field(default=None, metadata={"help": "JSON lines, as train_file."})
-    test_file: str | None = field(default=None, metadata={"help": "JSON lines, as train_file."})
+    train_file: str | None = field(
+        default=None,
+        metadata={"help": "JSON lines with a 'translation' field or a field per language, or a CSV/TSV file whose "
+                          "header names the languages' columns."},
+    )
+    validation_file: str | None = field(default=None, metadata={"help": "as train_file"})
+    test_file: str | None = field(default=None, metadata={"help": "as train_file"})
     train_prefix: str | None = field(
         default=None, metadata={"help": "Plain parallel text: '<prefix>.<lang>' files, optionally '.gz'."}
     )
@@ -245,12 +251,12 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     if len(chosen) != 1:
         raise InputError(
             f"Give exactly one data source, got {chosen or 'none'}: --dataset_name (Hub), --train_file/"
-            "--validation_file/--test_file (JSON lines), --train_prefix/--validation_prefix/--test_prefix (plain "
+            "--validation_file/--test_file (JSON lines, CSV, TSV), --train_prefix/--validation_prefix/--test_prefix (plain "
             "parallel text), or --builtin_dataset number_words."
         )
     loaders = {
         "dataset_name": _load_hub_dataset,
-        "file": _load_json_datasets,
+        "file": _load_data_files,
         "prefix": _load_prefix_datasets,
         "builtin_dataset": _load_builtin_dataset,
     }
@@ -281,21 +287,49 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
         return load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
 
 
-def _load_json_datasets(args: TranslationDataArguments) -> DatasetDict:
-    """Load JSON-lines files (`.json`, `.jsonl`, optionally `.gz`) as in transformers' translation example."""
-    files = _split_paths(args.train_file, args.validation_file, args.test_file)
-    for path in files.values():
-        if not path.removesuffix(".gz").endswith((".json", ".jsonl")):
-            raise InputError(f"{path}: --*_file expects JSON lines (.json/.jsonl); use --*_prefix for plain text.")
+_FILE_FORMATS = {
+    ".json": ("json", {}),
+    ".jsonl": ("json", {}),
+    ".csv": ("csv", {"na_filter": False}),  # "null", "NA" and "nan" are words here, not missing values
+    ".tsv": ("csv", {"na_filter": False, "delimiter": "\t", "quoting": csv.QUOTE_NONE}),  # quotes are text
+}
+"""`--*_file` suffixes (each also with `.gz`): the `datasets` builder and its options."""
+
+
+def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
+    """Load `--train_file/--validation_file/--test_file`: JSON lines (`.json`, `.jsonl`, as in transformers'
+    translation example), or CSV/TSV (`.csv`, `.tsv`) whose header row names the columns; optionally `.gz`."""
+    splits = {}
+    for split, path in _split_paths(args.train_file, args.validation_file, args.test_file).items():
+        suffix = Path(path.removesuffix(".gz")).suffix.lower()
+        if suffix not in _FILE_FORMATS:
+            raise InputError(
+                f"{path}: --{split}_file expects JSON lines (.json/.jsonl) or CSV/TSV with a header row (.csv/.tsv); "
+                f"use --{split}_prefix for plain text, one sentence a line."
+            )
         if not Path(path).is_file():
-            raise MissingFileError(f"No file {path}: check the --*_file path.")
-    try:
-        return load_dataset("json", data_files=files, cache_dir=args.cache_dir)
-    except DatasetGenerationError as error:
-        raise InputError(
-            f"Cannot read {', '.join(files.values())} as JSON lines ({error.__cause__ or error}): each line must be "
-            'one JSON object such as {"translation": {"de": "...", "en": "..."}}, in UTF-8, and a .gz file complete.'
-        ) from error
+            raise MissingFileError(f"No file {path}: check the --{split}_file path.")
+        builder, options = _FILE_FORMATS[suffix]
+        if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
+            options = {**options, "features": Features.from_dict(
+                {name: {"dtype": "string", "_type": "Value"} for name in _csv_header(Path(path), options)})}
+        try:
+            splits[split] = load_dataset(builder, data_files={split: path}, cache_dir=args.cache_dir, **options)[split]
+        except (DatasetGenerationError, ValueError) as error:
+            example = ('one JSON object such as {"translation": {"de": "...", "en": "..."}} a line' if builder == "json"
+                       else "a header row naming the columns (e.g. de,en), then one pair a row")
+            raise InputError(
+                f"Cannot read {path} as {suffix[1:].upper()} ({error.__cause__ or error}): it needs {example}, in "
+                "UTF-8, and a .gz file complete."
+            ) from error
+    return DatasetDict(splits)
+
+
+def _csv_header(path: Path, options: dict) -> list[str]:
+    """The column names in the first row of a CSV/TSV file."""
+    with io.TextIOWrapper(_open_binary(path), encoding="utf-8", errors="replace", newline="") as text:
+        quoting = options.get("quoting", csv.QUOTE_MINIMAL)
+        return next(csv.reader(text, delimiter=options.get("delimiter", ","), quoting=quoting), [])
 
 
 def _load_prefix_datasets(args: TranslationDataArguments) -> DatasetDict:

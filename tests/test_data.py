@@ -194,7 +194,32 @@ def test_load_translation_datasets_wants_exactly_one_source(sources):
 
 def test_load_translation_datasets_rejects_plain_text_as_train_file():
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file="train.de")
-    with pytest.raises(ValueError, match="--\\*_prefix"):
+    with pytest.raises(ValueError, match="--train_file expects JSON lines .* or CSV/TSV .* use --train_prefix"):
+        load_translation_datasets(args)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("train.csv", 'de,en\nnull,zero\n42,forty-two\n"Hallo, Welt",hello world\nNA,\n'),
+    ("train.tsv.gz", 'de\ten\nnull\tzero\n42\tforty-two\n"Hallo", sagte er\t"Hello," he said\nNA\t\n'),
+])
+def test_csv_and_tsv_files_with_a_header(tmp_path, name, text, caplog):
+    """Each cell is text: "null" and "NA" are words, a column of numbers stays strings, and in TSV quotes are text."""
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(path),
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        train = load_translation_datasets(args)["train"]
+    third = ("Hallo, Welt", "hello world") if name == "train.csv" else ('"Hallo", sagte er', '"Hello," he said')
+    assert pairs(train) == [("null", "zero"), ("42", "forty-two"), third]
+    assert any("Left out 1 of 4 train pairs" in message for message in caplog.messages)  # NA with no English
+
+
+def test_a_malformed_data_file_is_one_message(tmp_path):
+    (tmp_path / "train.jsonl").write_text('{"translation": {"de": "eins", "en": "one"}}\n{"translation": \n')
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="Cannot read .*train.jsonl as JSONL .* one JSON object such as"):
         load_translation_datasets(args)
 
 

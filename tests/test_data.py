@@ -293,13 +293,18 @@ def test_number_words_corpus_covers_every_magnitude_alike():
     assert {number_magnitude(n) for n in (100, 2000, 25_000, 300_000, 10**6)} == {"round"}
 
 
-def test_tokenize_translation_datasets_makes_labels_and_counts_truncation(caplog):
+def tokenized_numbers(caplog, **lengths):
+    """A small number-words corpus, a tokenizer trained on it, and the corpus tokenized with `lengths` (warnings
+    logged to `caplog`)."""
     corpus = number_words_corpus(60, 10, 10)
     tokenizer = train_bpe_tokenizer(translation_texts(corpus["train"], "de", "en"), vocab_size=300)
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
-        tokenized = tokenize_translation_datasets(
-            corpus, tokenizer, source_lang="de", target_lang="en", max_source_length=4, max_target_length=64
-        )
+        tokenized = tokenize_translation_datasets(corpus, tokenizer, source_lang="de", target_lang="en", **lengths)
+    return corpus, tokenizer, tokenized
+
+
+def test_tokenize_translation_datasets_makes_labels_and_counts_truncation(caplog):
+    corpus, tokenizer, tokenized = tokenized_numbers(caplog, max_source_length=4, max_target_length=64)
     train = tokenized["train"]
     assert train.column_names == ["input_ids", "attention_mask", "labels"]
     assert all(len(ids) <= 4 and ids[-1] == tokenizer.eos_token_id for ids in train["input_ids"])
@@ -313,12 +318,7 @@ def test_tokenize_translation_datasets_makes_labels_and_counts_truncation(caplog
 
 def test_only_training_targets_are_truncated(caplog):
     """Validation and test targets are the references translations are scored against: kept whole."""
-    corpus = number_words_corpus(60, 10, 10)
-    tokenizer = train_bpe_tokenizer(translation_texts(corpus["train"], "de", "en"), vocab_size=300)
-    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
-        tokenized = tokenize_translation_datasets(
-            corpus, tokenizer, source_lang="de", target_lang="en", max_source_length=64, max_target_length=3
-        )
+    corpus, tokenizer, tokenized = tokenized_numbers(caplog, max_source_length=64, max_target_length=3)
     assert all(len(labels) <= 3 for labels in tokenized["train"]["labels"])
     assert any("train targets to max_target_length=3" in message for message in caplog.messages)
     for split in ("validation", "test"):

@@ -251,8 +251,8 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     if len(chosen) != 1:
         raise InputError(
             f"Give exactly one data source, got {chosen or 'none'}: --dataset_name (Hub), --train_file/"
-            "--validation_file/--test_file (JSON lines, CSV, TSV), --train_prefix/--validation_prefix/--test_prefix (plain "
-            "parallel text), or --builtin_dataset number_words."
+            "--validation_file/--test_file (JSON lines, CSV, TSV), --train_prefix/--validation_prefix/--test_prefix "
+            "(plain parallel text), or --builtin_dataset number_words."
         )
     loaders = {
         "dataset_name": _load_hub_dataset,

@@ -222,8 +222,9 @@ def chosen_phases(given: dict[str, bool]) -> dict[str, bool]:
 
 
 def check_phases(model_args: ModelArguments, data_args: DataArguments, training_args, given_true: set[str]) -> None:
-    """The chosen phases can run: something to do, a model to evaluate when there is no training, and the data each
-    phase needs (training always, the others where named; a Hub dataset's splits are known only once loaded)."""
+    """The chosen phases can run: something to do, a model to evaluate when there is no training, training for at
+    least a step, and the data each phase needs (training always, the others where named; a Hub dataset's splits are
+    known only once loaded)."""
     if not any(getattr(training_args, flag) for flag in PHASES):
         raise InputError("--do_train, --do_eval and --do_predict are all false: there is nothing to do.")
     if not training_args.do_train:

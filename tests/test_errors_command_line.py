@@ -190,10 +190,11 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
 
 @pytest.mark.parametrize("make_case", [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
-    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, a_dataset_neither_here_nor_on_the_hub,
-    a_dataset_folder_without_data, evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
-    pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch, a_new_model_trained_for_no_step,
-    no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
+    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub,
+    a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
+    evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
+    pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch,
+    a_new_model_trained_for_no_step, no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
     no_layers, batches_smaller_than_a_sentence,

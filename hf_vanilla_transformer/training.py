@@ -182,7 +182,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args)
     check_data_flags(model_args, data_args)
-    check_training_flags(model_args, training_args)
+    check_training_flags(training_args)
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
@@ -379,9 +379,9 @@ def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> No
         )
 
 
-def check_training_flags(model_args: ModelArguments, training_args) -> None:
+def check_training_flags(training_args) -> None:
     """Values the Trainer would take and then fail on (a traceback from the optimizer, a file where the run's folder
-    goes) or run without doing anything (a new model trained for no step): one message each, before any work."""
+    goes): one message each, before any work."""
     output_dir = training_args.output_dir
     if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise InputError(f"--output_dir {output_dir} is a file: give a folder for the run (made if missing).")
@@ -598,6 +598,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)
+        signatures = sacrebleu_signatures() if samples_split else None  # of the scores, where there are any
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
             plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png")
             save_translation_pipeline(output_dir)
@@ -611,13 +612,13 @@ def main(argv: list[str] | None = None) -> dict:
                 dataset_config=data_args.dataset_config_name,
                 training_args=training_args,
                 repo_id=training_args.hub_model_id,
-                metric_signatures=sacrebleu_signatures() if samples_split else None,
+                metric_signatures=signatures,
             )
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
-        if samples_split:
-            print("sacreBLEU signatures: BLEU {bleu}, chrF {chrf}".format(**sacrebleu_signatures()))
+        if signatures:
+            print("sacreBLEU signatures: BLEU {bleu}, chrF {chrf}".format(**signatures))
         if push_to_hub:
             try:
                 commit = push_from_training_args(training_args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import logging
 import os
 import shutil
@@ -161,7 +162,11 @@ class DataArguments(TranslationDataArguments):
 
 
 def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments]:
-    """Parse `argv` with the paper's recipe (and, for the built-in corpus, the small run) as defaults."""
+    """Parse `argv` with the paper's recipe (and, for the built-in corpus, the small run) as defaults. A single
+    `.json`, `.yaml` or `.yml` file in place of the flags holds them (`{"output_dir": "runs/x", ...}`), as in
+    transformers' examples; it gets the same defaults and checks as flags."""
+    if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
+        argv = flags_from_file(argv[0])
     given = {arg.split("=")[0].lstrip("-") for arg in argv if arg.startswith("--")}
     given_phases = given_phase_flags(argv)
     phases = chosen_phases(given_phases)
@@ -170,8 +175,6 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         defaults["eval_strategy"] = "no"
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments))
-    if len(argv) == 1 and argv[0].endswith(".json"):
-        return parser.parse_json_file(os.path.abspath(argv[0]))
     try:
         *parsed, unknown = parser.parse_args_into_dataclasses(args=default_argv + argv, return_remaining_strings=True)
     except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
@@ -192,6 +195,34 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     return model_args, data_args, training_args
+
+
+def flags_from_file(path: str) -> list[str]:
+    """The command-line flags that a JSON or YAML file of `{flag: value}` stands for (a list: one flag, its values;
+    a mapping, such as `fsdp_config`: its JSON; null: the flag left out)."""
+    import yaml  # huggingface_hub's dependency
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        values = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except OSError as error:
+        raise InputError(f"Cannot read the flags file {path}: {error.strerror or error}.") from error
+    except (ValueError, yaml.YAMLError) as error:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        mark = getattr(error, "problem_mark", None)  # YAML's, whose message spans lines
+        reason = f"{error.problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else error
+        raise InputError(f"{path} is not valid {'JSON' if path.endswith('.json') else 'YAML'}: {reason}.") from error
+    if not isinstance(values, dict):
+        raise InputError(f"{path} must hold one mapping of flag names to values, like {{\"output_dir\": \"runs/x\"}}.")
+    argv = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            value = json.dumps(value)
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        argv += [f"--{name}", *map(str, value if isinstance(value, list) else [value])]
+    return argv
 
 
 PHASES = {"do_train": "train", "do_eval": "validation", "do_predict": "test"}
@@ -364,6 +395,13 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments) 
 def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> None:
     """Lengths, sample limits and a vocabulary size that would train on nothing, fail deep inside `datasets`, or be
     silently replaced: one message each, before any work."""
+    if data_args.source_lang == data_args.target_lang:
+        raise InputError(
+            f"--source_lang and --target_lang are both {data_args.source_lang!r}: name the language translated from "
+            "and the one translated into."
+        )
+    if data_args.num_samples_to_print < 0:
+        raise InputError(f"--num_samples_to_print must be 0 or more, got {data_args.num_samples_to_print}.")
     for name in ("max_source_length", "max_target_length"):
         if getattr(data_args, name) < 1:
             raise InputError(f"--{name} must be at least 1 token, got {getattr(data_args, name)}.")
@@ -397,6 +435,40 @@ def check_training_flags(training_args) -> None:
     for name in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"):
         if getattr(training_args, name) < 1:
             raise InputError(f"--{name} must be at least 1, got {getattr(training_args, name)}.")
+    tokens = training_args.max_tokens_per_batch
+    if tokens is not None and tokens < 1:
+        raise InputError(
+            f"--max_tokens_per_batch must be at least 1 token, got {tokens}; leave it out to batch "
+            "--per_device_train_batch_size sentences."
+        )
+    if not 0 <= training_args.label_smoothing_factor < 1:
+        raise InputError(
+            "--label_smoothing_factor is the probability spread from the reference token over the vocabulary "
+            f"(the paper: 0.1) and must lie in [0, 1), got {training_args.label_smoothing_factor}."
+        )
+    for name in ("adam_beta1", "adam_beta2"):
+        value = getattr(training_args, name)
+        if not 0 <= value < 1:
+            raise InputError(f"--{name} must lie in [0, 1) (the paper: 0.9 and 0.98), got {value}.")
+    for name in ("adam_epsilon", "weight_decay"):
+        value = getattr(training_args, name)
+        if not value >= 0:
+            raise InputError(f"--{name} must be 0 or more, got {value}.")
+    beams, length = training_args.generation_num_beams, training_args.generation_max_length
+    if beams is not None and beams < 1:
+        raise InputError(f"--generation_num_beams must be at least 1 (1: greedy search), got {beams}.")
+    if length is not None and length < 2:
+        raise InputError(
+            f"--generation_max_length counts the start token, so it must be at least 2, got {length}; leave it out "
+            "for the paper's limit (source length + 50)."
+        )
+    for kind in ("eval", "save", "logging"):  # every N steps, or a fraction (< 1) of the training steps
+        strategy, steps = getattr(training_args, f"{kind}_strategy"), getattr(training_args, f"{kind}_steps")
+        if strategy == "steps" and steps is not None and not steps > 0:
+            raise InputError(
+                f"--{kind}_steps must be above 0 with --{kind}_strategy steps, got {steps} (a number of steps, or "
+                "below 1 a fraction of the training steps)."
+            )
 
 
 def check_push_flags(training_args) -> None:

@@ -188,6 +188,33 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
     return ["--vocab_size", "100"], ["--vocab_size 100 is smaller than the byte-level BPE's alphabet", "at least 260"]
 
 
+def flags_case(name, args, expected):
+    """A case made of flags alone, named for its test id."""
+    def make_case(tmp):
+        return list(args), list(expected)
+    make_case.__name__ = name
+    return make_case
+
+
+# values the Trainer, torch or generate() would take and then fail on (some after training) or silently misuse
+OUT_OF_RANGE = [
+    flags_case("one_language_on_both_sides", ["--target_lang", "de"], ["--source_lang and --target_lang are both 'de'"]),
+    flags_case("no_tokens_a_batch", ["--max_tokens_per_batch", "0"], [
+        "--max_tokens_per_batch must be at least 1 token, got 0", "--per_device_train_batch_size"]),
+    flags_case("smoothing_not_a_probability", ["--label_smoothing_factor", "1.5"], [
+        "--label_smoothing_factor", "must lie in [0, 1), got 1.5"]),
+    flags_case("adam_beta_not_below_1", ["--adam_beta2", "1.5"], ["--adam_beta2 must lie in [0, 1)", "got 1.5"]),
+    flags_case("negative_weight_decay", ["--weight_decay", "-0.1"], ["--weight_decay must be 0 or more, got -0.1"]),
+    flags_case("no_beams", ["--generation_num_beams", "0"], ["--generation_num_beams must be at least 1", "got 0"]),
+    flags_case("room_for_no_token", ["--generation_max_length", "1"], [
+        "--generation_max_length counts the start token, so it must be at least 2, got 1"]),
+    flags_case("saving_every_0_steps", ["--save_strategy", "steps", "--save_steps", "0"], [
+        "--save_steps must be above 0 with --save_strategy steps"]),
+    flags_case("negative_samples_to_print", ["--num_samples_to_print", "-1"], [
+        "--num_samples_to_print must be 0 or more, got -1"]),
+]
+
+
 @pytest.mark.parametrize("make_case", [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub,
@@ -197,7 +224,7 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
     a_new_model_trained_for_no_step, no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
-    no_layers, batches_smaller_than_a_sentence,
+    no_layers, batches_smaller_than_a_sentence, *OUT_OF_RANGE,
 ])
 def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
     args, expected = make_case(tmp_path)
@@ -208,6 +235,23 @@ def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys)
     assert message.startswith("train_translation.py: error: ")
     for text in expected:
         assert text in message, (text, err)
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("flags.json", '{"output_dir": "runs/x",}', "flags.json is not valid JSON: Expecting property name"),
+    ("flags.yaml", "output_dir: [runs/x",
+     "flags.yaml is not valid YAML: expected ',' or ']', but got '<stream end>' at line 1"),
+    ("flags.json", '["--output_dir", "runs/x"]', "must hold one mapping of flag names to values"),
+    ("flags.json", '{"output_dir": "runs/x", "lerning_rate": 0.1}', "did you mean --learning_rate"),
+    ("missing.json", None, "Cannot read the flags file"),
+])
+def test_a_bad_flags_file_is_one_message(name, text, expected, tmp_path, monkeypatch, capsys):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    status, err = run_script("train_translation", path, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert expected in err.strip().splitlines()[-1], err
 
 
 def test_translate_names_the_line_that_is_not_utf8(model_dir, tmp_path, monkeypatch, capsys):

@@ -246,6 +246,26 @@ def test_trainer_flags_override_the_recipe(tmp_path):
     assert args.learning_rate == 3e-4
 
 
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_flags_file_is_the_same_command_line(tmp_path, suffix):
+    """`train_translation.py flags.json` (as in transformers' examples) gets the recipe's defaults and the checks."""
+    flags = {"output_dir": str(tmp_path / "run"), "train_prefix": "x/train", "source_lang": "en", "target_lang": "de",
+             "preset": "tiny", "warmup_steps": 100, "bf16": False, "report_to": ["none"],
+             "lr_scheduler_kwargs": {"num_cycles": 2}, "max_train_samples": None}
+    path = tmp_path / f"flags{suffix}"
+    path.write_text(json.dumps(flags))  # JSON is YAML too
+    from_file = parse_arguments([str(path)])
+    from_flags = parse_arguments(["--output_dir", str(tmp_path / "run"), "--train_prefix", "x/train", "--source_lang",
+                                  "en", "--target_lang", "de", "--preset", "tiny", "--warmup_steps", "100", "--bf16",
+                                  "false", "--report_to", "none", "--lr_scheduler_kwargs", '{"num_cycles": 2}'])
+    assert from_file[:2] == from_flags[:2] and from_file[2].to_dict() == from_flags[2].to_dict()
+    args = from_file[2]
+    assert args.adam_beta2 == 0.98 and args.learning_rate == pytest.approx(128**-0.5 * 100**-0.5)  # the recipe's
+    path.write_text(json.dumps({**flags, "label_smoothing_factor": 2}))
+    with pytest.raises(InputError, match="--label_smoothing_factor"):
+        parse_arguments([str(path)])
+
+
 @pytest.mark.parametrize("flags, sizes", [
     (["--preset", "big"], (1024, 6, 16, 4096, 0.3)),
     (["--preset", "big", "--layers", "2", "--dropout", "0.1"], (1024, 2, 16, 4096, 0.1)),

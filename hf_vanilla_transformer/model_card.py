@@ -94,11 +94,13 @@ def create_model_card(
     `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
     by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
     `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
-    `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them.
+    `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them (the
+    training script gives one from its data; without it, a sentence in the source language).
     `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
     computed), stated under the results; left out when not given, since a card rendered later cannot know them.
     """
     model_dir = Path(model_dir)
+    example = example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate.")
     if dataset_name and not _is_hub_id(dataset_name):
         dataset_name, dataset_description = None, dataset_description or dataset_name
     config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
@@ -143,7 +145,8 @@ def create_model_card(
         tokenizer=_tokenizer_description(model_dir),
         recipe=_recipe(training_args),
         data_sizes=[(label, _number(metrics[key])) for key, label in _SIZES.items() if key in metrics],
-        example=example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate."),
+        example=example,
+        example_literal=json.dumps(example, ensure_ascii=False),  # a Python string literal for the code blocks
         metric_signatures=metric_signatures,
     )
 

@@ -685,6 +685,7 @@ def main(argv: list[str] | None = None) -> dict:
                 training_args=training_args,
                 repo_id=training_args.hub_model_id,
                 metric_signatures=signatures,
+                example=card_example(raw_datasets, data_args.source_lang),
             )
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
@@ -742,6 +743,20 @@ def average_last_checkpoints(trainer) -> int:
     args.average_last_checkpoints = len(checkpoints)  # what the model card reports
     logger.info("The model is the average of %s", ", ".join(c.name for c in checkpoints))
     return len(checkpoints)
+
+
+def card_example(raw_datasets, source_lang: str) -> str | None:
+    """A source sentence of the run's own data for the model card's code: among the first ten of validation (else
+    test, else training), the first of at most 30 words, else the shortest."""
+    for split in ("validation", "test", "train"):
+        dataset = raw_datasets.get(split)
+        if dataset is None:
+            continue
+        pairs = dataset.select(range(min(10, len(dataset))))["translation"]
+        sources = [pair[source_lang].strip() for pair in pairs if pair[source_lang].strip()]
+        if sources:
+            return next((text for text in sources if len(text.split()) <= 30), min(sources, key=len))
+    return None
 
 
 def reference_groups(raw_datasets, target_lang: str) -> dict[str, str] | None:

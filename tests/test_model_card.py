@@ -1,7 +1,9 @@
 """The model card: Hub metadata (license, languages, datasets, tags, library, pipeline tag, model-index with BLEU and
 chrF) and a body with the architecture, recipe, data, loading instructions and limitations."""
 
+import ast
 import json
+import re
 
 import pytest
 import sacrebleu
@@ -124,6 +126,20 @@ def test_the_scores_sacrebleu_signatures_are_stated_when_known(model_dir):
     assert "tok:13a" in signatures["bleu"] and f"version:{sacrebleu.__version__}" in signatures["chrf"]
     # a card rendered from a folder's metrics alone does not claim the settings or version they were computed with
     assert "signature" not in create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).text
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("example", ['Er sagte: "Hallo!"', "C:\\Pfad\\zur Datei, 50 % & <b>", "zweiundvierzig"])
+def test_the_code_translates_the_example_sentence_whatever_it_holds(model_dir, example):
+    text = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS, example=example).text
+    blocks = python_blocks(text)
+    assert len(blocks) == 2
+    for block in blocks:
+        calls = [node for node in ast.walk(ast.parse(block)) if isinstance(node, ast.List)]  # the code is Python
+        assert calls and all(ast.literal_eval(node) == [example] for node in calls)
 
 
 def test_update_keeps_a_foreign_card_unless_told_more(tmp_path):

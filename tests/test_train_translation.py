@@ -18,7 +18,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
 from hf_vanilla_transformer.errors import InputError
-from hf_vanilla_transformer.training import main, model_config, parse_arguments
+from hf_vanilla_transformer.training import card_example, main, model_config, parse_arguments
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 TINY = ["--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300"]
@@ -81,6 +81,30 @@ def test_builtin_run_writes_everything(builtin_run):
     assert f"BLEU `{signature}`" in card and f"sacreBLEU signatures: BLEU {signature}, chrF nrefs:1|" in log
     assert (out / "pipeline_translation.py").exists()
     assert "translation" in json.loads((out / "config.json").read_text())["custom_pipelines"]
+    # the card's code translates a sentence of the run's own data (the first validation source)
+    assert f'translator(["{card_example_of(out)}"]' in card and "Fahrrad" not in card
+
+
+def card_example_of(out):
+    inputs = json.loads((out / "model_card_inputs.json").read_text())
+    example = inputs["example"]
+    assert re.fullmatch(r"[a-zäöüß]+( [a-zäöüß]+)*", example), example  # a German number word
+    return example
+
+
+def test_the_card_example_is_a_short_source_sentence_of_the_data():
+    from datasets import Dataset, DatasetDict
+
+    def split(*sources):
+        return Dataset.from_dict({"translation": [{"en": text, "de": "x"} for text in sources]})
+
+    data = DatasetDict({"train": split("the first training sentence"),
+                        "validation": split("  ", " ".join(["word"] * 31), " A dog runs. ")})
+    assert card_example(data, "en") == "A dog runs."  # not blank, at most 30 words, stripped
+    data["validation"] = split(" ".join(["word"] * 40), " ".join(["word"] * 35))
+    assert card_example(data, "en") == " ".join(["word"] * 35)  # else the shortest
+    del data["validation"]
+    assert card_example(data, "en") == "the first training sentence"
 
 
 def test_the_run_model_averages_the_last_checkpoints(builtin_run):

@@ -290,10 +290,12 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
 _FILE_FORMATS = {
     ".json": ("json", {}),
     ".jsonl": ("json", {}),
-    ".csv": ("csv", {"na_filter": False}),  # "null", "NA" and "nan" are words here, not missing values
-    ".tsv": ("csv", {"na_filter": False, "delimiter": "\t", "quoting": csv.QUOTE_NONE}),  # quotes are text
+    ".csv": ("csv", {"na_filter": False, "encoding": "utf-8-sig"}),  # "null", "NA" and "nan" are words here
+    ".tsv": ("csv", {"na_filter": False, "encoding": "utf-8-sig", "delimiter": "\t", "quoting": csv.QUOTE_NONE}),
 }
-"""`--*_file` suffixes (each also with `.gz`): the `datasets` builder and its options."""
+"""`--*_file` suffixes (each also with `.gz`): the `datasets` builder and its options. CSV and TSV: every value is
+text (no missing-value words), a byte order mark (spreadsheets write one) is no part of the first column's name,
+and in TSV quotes are text."""
 
 
 def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
@@ -327,7 +329,7 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
 
 def _csv_header(path: Path, options: dict) -> list[str]:
     """The column names in the first row of a CSV/TSV file."""
-    with io.TextIOWrapper(_open_binary(path), encoding="utf-8", errors="replace", newline="") as text:
+    with io.TextIOWrapper(_open_binary(path), encoding=options["encoding"], errors="replace", newline="") as text:
         quoting = options.get("quoting", csv.QUOTE_MINIMAL)
         return next(csv.reader(text, delimiter=options.get("delimiter", ","), quoting=quoting), [])
 

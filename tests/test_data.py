@@ -201,6 +201,8 @@ def test_load_translation_datasets_rejects_plain_text_as_train_file():
 @pytest.mark.parametrize("name, text", [
     ("train.csv", 'de,en\nnull,zero\n42,forty-two\n"Hallo, Welt",hello world\nNA,\n'),
     ("train.tsv.gz", 'de\ten\nnull\tzero\n42\tforty-two\n"Hallo", sagte er\t"Hello," he said\nNA\t\n'),
+    # a spreadsheet's "CSV UTF-8": a byte order mark before the header, Windows line ends
+    ("train.csv", '\ufeffde,en\r\nnull,zero\r\n42,forty-two\r\n"Hallo, Welt",hello world\r\nNA,\r\n'),
 ])
 def test_csv_and_tsv_files_with_a_header(tmp_path, name, text, caplog):
     """Each cell is text: "null" and "NA" are words, a column of numbers stays strings, and in TSV quotes are text."""

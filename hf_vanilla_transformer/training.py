@@ -178,7 +178,11 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     try:
         *parsed, unknown = parser.parse_args_into_dataclasses(args=default_argv + argv, return_remaining_strings=True)
     except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
-        raise InputError(f"{str(error).rstrip('.')}. Fix that flag (`--help` describes every flag).") from error
+        message = str(error).rstrip(".")
+        if "doesn't support bf16/gpu" in message:  # the GPU recipes' --bf16, run where there is no GPU
+            message = ("--bf16 asks for a GPU and torch sees none here: leave --bf16 out to train in float32, or add "
+                       "--use_cpu to train in bf16 on the CPU")
+        raise InputError(f"{message}. Fix that flag (`--help` describes every flag).") from error
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed

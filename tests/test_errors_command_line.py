@@ -237,6 +237,14 @@ def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys)
         assert text in message, (text, err)
 
 
+@pytest.mark.skipif(torch.cuda.is_available() or torch.backends.mps.is_available(), reason="a GPU is here")
+def test_the_gpu_recipes_bf16_on_a_cpu_says_what_to_do(tmp_path, monkeypatch, capsys):
+    status, err = run_script("train_translation", "--output_dir", tmp_path, "--bf16", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert "--bf16 asks for a GPU and torch sees none here: leave --bf16 out to train in float32" in err, err
+
+
 @pytest.mark.parametrize("name, text, expected", [
     ("flags.json", '{"output_dir": "runs/x",}', "flags.json is not valid JSON: Expecting property name"),
     ("flags.yaml", "output_dir: [runs/x",

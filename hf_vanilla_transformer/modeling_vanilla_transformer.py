@@ -50,15 +50,34 @@ def may_skip_mask(padding_mask: torch.Tensor | None) -> bool:
     return padding_mask is None or on_host(padding_mask)
 
 
-def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
-    """Token ids are integers in [0, vocab_size) of shape (batch, length > 0): a ValueError saying so, not an
-    IndexError deep inside torch. One min/max reduction; skipped under torch.compile."""
+def check_is_tensor(name: str, value) -> None:
+    """Inputs are torch tensors: a ValueError saying how to get them (the tokenizer's lists, or numpy arrays, fail
+    deep inside torch or transformers otherwise)."""
+    if not isinstance(value, torch.Tensor):
+        module = type(value).__module__.split(".")[0]
+        kind = type(value).__name__ if module == "builtins" else f"{module}.{type(value).__name__}"
+        raise ValueError(
+            f"`{name}` must be a torch tensor, got a {kind}: call the tokenizer with return_tensors=\"pt\", or "
+            "convert it with torch.as_tensor."
+        )
+
+
+def check_ids_shape(name: str, ids) -> None:
+    """Ids are a tensor of integers of shape (batch, length > 0)."""
+    check_is_tensor(name, ids)
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise ValueError(f"`{name}` must hold integer token ids (torch.long), got dtype {ids.dtype}.")
     if ids.dim() != 2:
-        raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}.")
+        hint = ": add the batch dimension (`ids[None]`), or tokenize a list of sentences" if ids.dim() == 1 else ""
+        raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}{hint}.")
     if ids.shape[1] == 0:
         raise ValueError(f"`{name}` is empty (length 0): every sequence needs at least one token.")
+
+
+def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
+    """Token ids are integers in [0, vocab_size) of shape (batch, length > 0): a ValueError saying so, not an
+    IndexError deep inside torch. One min/max reduction; skipped under torch.compile."""
+    check_ids_shape(name, ids)
     if ids.numel() == 0 or is_torchdynamo_compiling():
         return
     low, high = torch.aminmax(ids)
@@ -73,7 +92,10 @@ def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
 
 
 def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
-    """Labels are token ids in [0, vocab_size) or -100 (left out of the loss)."""
+    """Labels are token ids in [0, vocab_size) or -100 (left out of the loss), of shape (batch, length)."""
+    check_is_tensor("labels", labels)
+    if labels.dim() != 2:
+        raise ValueError(f"`labels` must have shape (batch, length), got {tuple(labels.shape)}.")
     if is_torchdynamo_compiling():
         return
     valid = (labels == -100) | ((labels >= 0) & (labels < vocab_size))
@@ -89,7 +111,10 @@ def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
 def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) -> None:
     """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared. Skipped under
     torch.compile, where a static cache's length is a tensor."""
-    if mask is None or mask.dim() == 4 or is_torchdynamo_compiling():
+    if mask is None:
+        return
+    check_is_tensor(name, mask)
+    if mask.dim() == 4 or is_torchdynamo_compiling():
         return
     expected = tuple(int(size) for size in expected)
     if tuple(mask.shape) != expected:
@@ -629,6 +654,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         config = generation_config if generation_config is not None else self.generation_config
         limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
+        if source is not None and kwargs.get("inputs_embeds") is None:
+            check_ids_shape("input_ids", source)
+        if kwargs.get("attention_mask") is not None:
+            check_is_tensor("attention_mask", kwargs["attention_mask"])
         if all(limit is None for limit in limits) and source is not None:
             kwargs["max_new_tokens"] = source.shape[1] + 50
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:

@@ -38,6 +38,12 @@ TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
         (dict(input_ids=IDS, decoder_input_ids=TARGET[:1]), r"batch size 1 but `encoder_hidden_states` 2"),
         (dict(inputs_embeds=torch.zeros(2, 4, 7), labels=TARGET), r"d_model=32.*\(2, 4, 7\)"),
         (dict(input_ids=IDS, inputs_embeds=torch.zeros(2, 4, 32), labels=TARGET), r"exactly one of"),
+        # what the tokenizer gives without return_tensors="pt", or with "np"
+        (dict(input_ids=IDS.tolist(), labels=TARGET), r"`input_ids` must be a torch tensor, got a list: .*return_tensors"),
+        (dict(input_ids=IDS.numpy(), labels=TARGET), r"`input_ids` must be a torch tensor, got a numpy.ndarray"),
+        (dict(input_ids=IDS, labels=TARGET.tolist()), r"`labels` must be a torch tensor, got a list"),
+        (dict(input_ids=IDS, attention_mask=MASK.tolist(), labels=TARGET), r"`attention_mask` must be a torch tensor"),
+        (dict(input_ids=IDS, labels=TARGET[0]), r"`labels` must have shape \(batch, length\), got \(3,\)"),
     ],
 )
 def test_bad_inputs_raise_value_errors_that_explain(model, inputs, message):
@@ -48,6 +54,12 @@ def test_bad_inputs_raise_value_errors_that_explain(model, inputs, message):
 def test_generate_checks_its_inputs_too(model):
     with pytest.raises(ValueError, match="outside the vocabulary"):
         model.generate(IDS + 95, max_new_tokens=3)
+    with pytest.raises(ValueError, match=r"got \(4,\): add the batch dimension"):  # one sentence's ids, unbatched
+        model.generate(IDS[0])
+    with pytest.raises(ValueError, match="`input_ids` must be a torch tensor, got a list"):
+        model.generate(input_ids=IDS.tolist(), attention_mask=MASK.tolist())
+    with pytest.raises(ValueError, match="`attention_mask` must be a torch tensor, got a numpy.ndarray"):
+        model.generate(input_ids=IDS, attention_mask=MASK.numpy())
 
 
 def test_valid_inputs_still_run(model):

@@ -653,6 +653,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         self._forget_placeholder_max_length()
         config = generation_config if generation_config is not None else self.generation_config
         limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
+        beams = kwargs.get("num_beams", config.num_beams)
+        if beams is not None and beams < 1:  # transformers divides by it
+            raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
         if source is not None and kwargs.get("inputs_embeds") is None:
             check_ids_shape("input_ids", source)

@@ -60,6 +60,8 @@ def test_generate_checks_its_inputs_too(model):
         model.generate(input_ids=IDS.tolist(), attention_mask=MASK.tolist())
     with pytest.raises(ValueError, match="`attention_mask` must be a torch tensor, got a numpy.ndarray"):
         model.generate(input_ids=IDS, attention_mask=MASK.numpy())
+    with pytest.raises(ValueError, match=r"`num_beams` must be at least 1 \(1: greedy search\), got 0"):
+        model.generate(IDS, num_beams=0)  # transformers' own: ZeroDivisionError
 
 
 def test_valid_inputs_still_run(model):

@@ -8,6 +8,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
+from .errors import InputError
 from .trainer import run_checkpoints  # noqa: F401  (re-exported for scripts/average_checkpoints.py)
 
 
@@ -32,8 +33,11 @@ def averaged_weights(checkpoints: list[str | Path]) -> dict[str, torch.Tensor]:
         weights = _load_weights(checkpoint)
         if total is None:
             total = {name: tensor.double() for name, tensor in weights.items()}
-        elif weights.keys() != total.keys():
-            raise ValueError(f"{checkpoint} holds other weights than {checkpoints[0]}: not checkpoints of one model.")
+        elif weights.keys() != total.keys() or any(weights[name].shape != total[name].shape for name in total):
+            raise InputError(
+                f"{checkpoint} holds other weights than {checkpoints[0]} (other names or sizes): they are not "
+                "checkpoints of one model. Average the checkpoints of one run."
+            )
         else:
             for name, tensor in weights.items():
                 total[name] += tensor.double()

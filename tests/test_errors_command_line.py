@@ -285,6 +285,19 @@ def run(tmp_path):
     return tmp_path / "run"
 
 
+def run_of_two_models(tmp_path):
+    """A run folder whose two checkpoints hold models of different sizes (the weights' names alike)."""
+    from safetensors.torch import load_file, save_file
+
+    last = make_tiny_model_dir(tmp_path / "run2" / "checkpoint-2")
+    weights = load_file(last / "model.safetensors")
+    name = next(name for name in weights if name.endswith("fc1.weight"))
+    weights[name] = weights[name][:-1]
+    (tmp_path / "run2" / "checkpoint-1").mkdir()
+    save_file(weights, tmp_path / "run2" / "checkpoint-1" / "model.safetensors")
+    return tmp_path / "run2"
+
+
 @pytest.mark.parametrize("name, make_args, expected", [
     ("average_checkpoints", lambda d, t: [t, "--output_dir", t / "avg"], "0 checkpoints, fewer than --last 5"),
     ("average_checkpoints", lambda d, t: [t / "missing", "--output_dir", t / "avg"], "No run folder at"),
@@ -293,6 +306,8 @@ def run(tmp_path):
     ("average_checkpoints", lambda d, t: [run(t), "--last", "2", "--output_dir", run(t) / "checkpoint-2"],
      "would overwrite the model of the run or of a checkpoint; give a new folder"),
     ("average_checkpoints", lambda d, t: [run(t), "--last", "2", "--output_dir", d / "config.json"], "is a file"),
+    ("average_checkpoints", lambda d, t: [run_of_two_models(t), "--last", "2", "--output_dir", t / "avg"],
+     "checkpoint-2 holds other weights than"),
     ("average_checkpoints", lambda d, t: [run(t) / "checkpoint-2", "--output_dir", t / "avg"],
      "is a checkpoint, not a run: give the run's folder"),
     ("push_to_hub", lambda d, t: [t, "user/repo"], "is not a saved translation model"),

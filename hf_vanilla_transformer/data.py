@@ -79,9 +79,10 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
 
 
 def decode_utf8_text(data: bytes, path: str | Path) -> str:
-    """`data` decoded as UTF-8; InputError naming the file and line of the first byte that is not UTF-8."""
+    """`data` decoded as UTF-8, without a leading byte-order mark (Windows editors write one; it is not part of the
+    first line's text); InputError naming the file and line of the first byte that is not UTF-8."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
         line_start = data.rfind(b"\n", 0, error.start) + 1
         line_end = data.find(b"\n", error.start)

@@ -74,7 +74,7 @@ def read_lines(file: str) -> list[str]:
         with open(file, "rb") as handle:
             return decode_utf8_text(handle.read(), file).splitlines()
     try:
-        return sys.stdin.read().splitlines()
+        return sys.stdin.read().removeprefix("\ufeff").splitlines()  # a byte-order mark is no part of line 1
     except UnicodeDecodeError as error:
         raise InputError(
             f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "

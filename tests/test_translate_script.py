@@ -51,6 +51,16 @@ def test_stdin_to_stdout(script, model_dir, expected, monkeypatch, capsys):
     assert captured.out.splitlines() == expected and captured.err == ""
 
 
+def test_a_byte_order_mark_and_windows_line_ends_are_not_text(script, tmp_path, monkeypatch):
+    """What Windows editors save: a UTF-8 byte-order mark and CRLF. The mark once went into the first sentence
+    (the numbers model translated "zwei" after it as "one thousand, three hundred and two")."""
+    text = "\ufeff" + "\r\n".join(LINES) + "\r\n"
+    (tmp_path / "windows.txt").write_bytes(text.encode("utf-8"))
+    assert script.read_lines(str(tmp_path / "windows.txt")) == LINES
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text, newline=""))
+    assert script.read_lines("-") == LINES
+
+
 def test_generation_options_pass_through(script, model_dir, monkeypatch, capsys):
     greedy = pipeline(TASK, model=str(model_dir), num_beams=1, max_new_tokens=3)
     monkeypatch.setattr(sys, "stdin", io.StringIO(SOURCES[1]))

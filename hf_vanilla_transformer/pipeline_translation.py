@@ -106,7 +106,8 @@ class TranslationPipeline(Pipeline):
                 text = self.tokenizer.decode(
                     output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
                 )
-                records.append({f"{self.return_name}_text": text})
+                # a byte-level BPE hypothesis may begin with a space-prefixed token: no part of the translation
+                records.append({f"{self.return_name}_text": text.strip()})
         return records
 
     def save_pretrained(self, save_directory, **kwargs):

@@ -47,7 +47,7 @@ def reference(model_dir):
     for source in SOURCES:
         with torch.no_grad():
             ids = model.generate(**tokenizer(source, return_tensors="pt"))
-        outputs.append(tokenizer.decode(ids[0], skip_special_tokens=True))
+        outputs.append(tokenizer.decode(ids[0], skip_special_tokens=True).strip())
     assert len(set(outputs)) > 1, "the tiny model translates every source alike: a weak reference"
     return outputs
 
@@ -86,6 +86,13 @@ def test_output_formats(translator, reference):
     assert translator.tokenizer.decode(ids, skip_special_tokens=True) == reference[0]
     with pytest.raises(TypeError, match="translates strings"):
         translator([1, 2])
+
+
+def test_a_hypothesis_that_begins_with_a_space_token_has_no_leading_space(translator):
+    ids = translator.tokenizer(" Hund läuft", add_special_tokens=False, return_tensors="pt")["input_ids"][0]
+    assert translator.tokenizer.decode(ids).startswith(" ")  # a space-prefixed first token, as beams can end up with
+    (record,) = translator.postprocess({"output_ids": ids[None, None], "blank": [False]})
+    assert record == {"translation_text": "Hund läuft"}
 
 
 def test_blank_strings_translate_to_blank(translator, reference):

@@ -34,16 +34,28 @@ class MissingFileError(FileNotFoundError):
 USER_ERRORS = (InputError, MissingFileError)
 
 
+INTERRUPTED_STATUS = 130
+"""The shell's status for a command stopped by Ctrl-C (128 + SIGINT)."""
+
+
 def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
-    """Call `main()`; on a user error print `<name>: error: <message>` to stderr and exit with status 2, unless
-    the environment variable HF_VANILLA_TRANSFORMER_DEBUG is set (then the traceback shows)."""
+    """Call `main()`; on a user error print `<name>: error: <message>` to stderr and exit with status 2, and on
+    Ctrl-C print `<name>: interrupted` (with what the interrupt's message says, e.g. how to resume) and exit with
+    status 130, unless the environment variable HF_VANILLA_TRANSFORMER_DEBUG is set (then the traceback shows)."""
+    name = name or Path(sys.argv[0]).name
+    debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
         return main()
     except USER_ERRORS as error:
-        if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+        if debug:
             raise
-        print(f"{name or Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        print(f"{name}: error: {error}", file=sys.stderr)
         sys.exit(USAGE_ERROR_STATUS)
+    except KeyboardInterrupt as interrupt:
+        if debug:
+            raise
+        print(f"\n{name}: interrupted" + (f": {interrupt}" if str(interrupt) else "."), file=sys.stderr)
+        sys.exit(INTERRUPTED_STATUS)
 
 
 def device_from_name(value: str, flag: str = "--device"):

@@ -715,7 +715,15 @@ def main(argv: list[str] | None = None) -> dict:
 def train(trainer, resume_from: str | None) -> dict:
     """Train (from `resume_from`, a checkpoint, if given), average the last checkpoints if asked, save the run's
     model and state; returns the training metrics."""
-    train_result = trainer.train(resume_from_checkpoint=resume_from)
+    try:
+        train_result = trainer.train(resume_from_checkpoint=resume_from)
+    except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on
+        last = last_complete_checkpoint(trainer.args.output_dir)
+        raise KeyboardInterrupt(
+            f"the last complete checkpoint is {last}; continue the run with the same command plus "
+            "--resume_from_checkpoint true." if last else
+            "no checkpoint was saved yet (--save_strategy, --save_steps say when one is), so nothing is kept."
+        ) from None
     check_replicas_agree(trainer)
     metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
     if trainer.args.average_last_checkpoints:

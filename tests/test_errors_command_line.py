@@ -339,6 +339,36 @@ def test_a_real_subprocess_shows_one_line(tmp_path):
     ]
 
 
+def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, capsys):
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    step = TokenBatchingSeq2SeqTrainer.training_step
+
+    def interrupted_at_step_3(self, *args, **kwargs):
+        if self.state.global_step == 3:
+            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", interrupted_at_step_3)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
+                             "--number_words_eval_size", "8", "--max_steps", "10", "--save_strategy", "steps",
+                             "--save_steps", "2", "--disable_tqdm", "true", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 130 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"train_translation.py: interrupted: the last complete checkpoint is {tmp_path / 'run' / 'checkpoint-2'}; "
+        "continue the run with the same command plus --resume_from_checkpoint true.")
+
+
+def test_ctrl_c_elsewhere_is_one_line_too(monkeypatch, capsys):
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.delenv("HF_VANILLA_TRANSFORMER_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(interrupted, name="translate.py")
+    assert exit_info.value.code == 130 and capsys.readouterr().err.strip() == "translate.py: interrupted."
+
+
 def test_debug_variable_shows_the_traceback(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_VANILLA_TRANSFORMER_DEBUG", "1")
     monkeypatch.setattr(sys, "argv", ["train_translation.py", "--output_dir", str(tmp_path), "--lerning_rate", "1"])

@@ -676,7 +676,9 @@ def main(argv: list[str] | None = None) -> dict:
         output_dir = Path(training_args.output_dir)
         signatures = sacrebleu_signatures() if samples_split else None  # of the scores, where there are any
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
-            plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png")
+            averaged = all_metrics.get("averaged_checkpoints")
+            plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=(
+                f"the run's model (average of the last {averaged} checkpoints)" if averaged else "the run's model"))
             save_translation_pipeline(output_dir)
             save_model_card(
                 output_dir,

@@ -19,6 +19,7 @@ import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
 from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.training import card_example, main, model_config, parse_arguments
+from hf_vanilla_transformer.training_curves import curves, plot_training_curves
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 TINY = ["--d_model", "32", "--layers", "1", "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300"]
@@ -105,6 +106,17 @@ def test_the_card_example_is_a_short_source_sentence_of_the_data():
     assert card_example(data, "en") == " ".join(["word"] * 35)  # else the shortest
     del data["validation"]
     assert card_example(data, "en") == "the first training sentence"
+
+
+def test_the_training_curves_show_validation_loss_and_the_final_model_apart(tmp_path):
+    history = [{"loss": 5.0, "step": 50}, {"loss": 3.0, "step": 100}, {"eval_loss": 3.2, "eval_bleu": 20.0, "step": 100},
+               {"loss": 2.5, "step": 150}, {"eval_loss": 2.9, "eval_bleu": 30.0, "step": 200},
+               {"train_runtime": 9.0, "train_loss": 3.0, "step": 200},
+               {"eval_loss": 2.8, "eval_bleu": 31.5, "eval_samples": 10, "step": 200}]  # the averaged model's
+    assert curves(history) == {"loss": [(50, 5.0), (100, 3.0), (150, 2.5)], "eval_loss": [(100, 3.2), (200, 2.9)],
+                               "eval_bleu": [(100, 20.0), (200, 30.0)], "final_bleu": [(200, 31.5)]}
+    assert plot_training_curves(history, tmp_path / "curves.png", final_label="the average").stat().st_size > 10_000
+    assert plot_training_curves([], tmp_path / "none.png") is None
 
 
 def test_the_run_model_averages_the_last_checkpoints(builtin_run):

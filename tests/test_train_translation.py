@@ -271,6 +271,32 @@ def test_paper_recipe_is_the_default(tmp_path):
     assert data.builtin_dataset is None
 
 
+def flag_default_in_help(help_text: str, flag: str) -> str:
+    """The `(default: ...)` that `--help` prints for `flag`, its line breaks joined."""
+    entry = help_text.split(f"\n  --{flag} ", 1)[1].split("\n  --", 1)[0]
+    return " ".join(entry.split("(default:", 1)[1].split()).removesuffix(")")
+
+
+def test_help_shows_the_defaults_the_run_gets(capsys):
+    """`--help` says label smoothing 0.1 and Adam's beta2 0.98, what the run uses, not transformers' 0.0 and 0.999;
+    with a data flag the paper's learning rate formula, without one the built-in run's flags."""
+    for argv, learning_rate, epochs in [
+        (["--train_prefix", "x/train", "--help"], "d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3)",
+         "3.0"),
+        (["--help"], "2e-3", "5"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            parse_arguments(argv)
+        help_text = capsys.readouterr().out
+        assert exit_.value.code == 0
+        assert flag_default_in_help(help_text, "label_smoothing_factor") == "0.1"
+        assert flag_default_in_help(help_text, "adam_beta2") == "0.98"
+        assert flag_default_in_help(help_text, "generation_num_beams") == "4"
+        assert flag_default_in_help(help_text, "learning_rate") == learning_rate
+        assert flag_default_in_help(help_text, "num_train_epochs") == epochs
+        assert "The defaults shown are" in help_text
+
+
 def test_trainer_flags_override_the_recipe(tmp_path):
     model, _, args = parse_arguments(
         ["--output_dir", str(tmp_path), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de",

@@ -167,7 +167,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     transformers' examples; it gets the same defaults and checks as flags."""
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         argv = flags_from_file(argv[0])
-    given = {arg.split("=")[0].lstrip("-") for arg in argv if arg.startswith("--")}
+    given = {arg.split("=")[0].lstrip("-").replace("-", "_") for arg in argv if arg.startswith("--")}  # both spellings
     given_phases = given_phase_flags(argv)
     phases = chosen_phases(given_phases)
     defaults = recipe_defaults(given)
@@ -294,6 +294,19 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
                 "Training needs training data, and none is given: pass --train_prefix, --train_file or --dataset_name, "
                 "or --do_train false to evaluate --model_name_or_path without training."
             )
+    if not training_args.predict_with_generate and (training_args.do_eval or training_args.do_predict):
+        raise InputError(
+            "--predict_with_generate false: this script scores validation and test data by the BLEU and chrF of "
+            "translations the model generates, so it needs it true. For less evaluation time use --eval_strategy no "
+            "(validation once, after training), --max_eval_samples or --generation_num_beams 1; --do_eval false "
+            "--do_predict false skips evaluation."
+        )
+    if named is not None and not training_args.do_train and not any(
+            getattr(training_args, flag) and PHASES[flag] in named for flag in ("do_eval", "do_predict")):
+        raise InputError(
+            "Without training (--do_train false) the run evaluates on validation data and translates test data, and "
+            "neither is given: pass --validation_prefix/--validation_file or --test_prefix/--test_file."
+        )
 
 
 def named_splits(data_args: DataArguments) -> set[str] | None:

@@ -131,6 +131,16 @@ def nothing_to_do(tmp):
     return ["--do_train", "false", "--do_eval", "false", "--do_predict=no"], ["all false: there is nothing to do"]
 
 
+def evaluating_with_training_data_only(tmp):
+    model = make_tiny_model_dir(tmp / "model")
+    return ["--model_name_or_path", model, "--do_train", "false", "--train_prefix", tmp / "train"], [
+        "Without training (--do_train false)", "neither is given", "--validation_prefix"]
+
+
+def scoring_without_generating(tmp):  # the metrics need generated ids: refused before training, not after it
+    return ["--predict_with_generate", "false"], ["--predict_with_generate false", "needs it true"]
+
+
 def training_without_training_data(tmp):
     return ["--validation_prefix", tmp / "val"], ["Training needs training data", "--do_train false"]
 
@@ -219,7 +229,7 @@ OUT_OF_RANGE = [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub,
     a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
-    evaluating_without_a_model, nothing_to_do, training_without_training_data, predicting_without_test_data,
+    evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch,
     a_new_model_trained_for_no_step, no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,

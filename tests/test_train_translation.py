@@ -306,6 +306,11 @@ def test_trainer_flags_override_the_recipe(tmp_path):
     assert args.learning_rate == pytest.approx(1024**-0.5 * 100**-0.5)  # big: d_model 1024
     _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--learning_rate", "3e-4"])
     assert args.learning_rate == 3e-4
+    _, data, args = parse_arguments(  # HfArgumentParser's other spelling is as given
+        ["--output_dir", str(tmp_path), "--train-prefix", "x", "--source-lang", "en", "--target-lang", "de",
+         "--learning-rate", "1e-5", "--warmup-steps", "1", "--label-smoothing-factor", "0"])
+    assert (args.learning_rate, args.warmup_steps, args.label_smoothing_factor) == (1e-5, 1, 0)
+    assert data.train_prefix == "x" and data.builtin_dataset is None
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

@@ -34,7 +34,7 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .chunked_loss import cross_entropy_sum
 from .configuration_vanilla_transformer import VanillaTransformerConfig
-from .packed_linear import PrepackedLinear
+from .packed_linear import PrepackedLinear, forget_edited_packed_weights
 
 
 def on_host(tensor: torch.Tensor) -> bool:
@@ -596,10 +596,12 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             the new tokens. encoder_outputs: reuse a computed encoder output (as `generate()` does).
         """
         if encoder_outputs is None:
+            forget_edited_packed_weights(self)  # new input: weights may have been edited since the last
             encoder_outputs = self.encoder(
-                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, **kwargs
+                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, return_dict=True,
+                **kwargs,
             )
-        elif not isinstance(encoder_outputs, BaseModelOutput):
+        elif not isinstance(encoder_outputs, BaseModelOutput):  # a tuple passed in
             encoder_outputs = BaseModelOutput(*encoder_outputs)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError(
@@ -614,6 +616,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             past_key_values=past_key_values,
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            return_dict=True,  # whatever config.return_dict says; this forward's decorator makes the tuple
             **kwargs,
         )
         return Seq2SeqModelOutput(
@@ -628,6 +631,10 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         )
 
 
+PAPER_DECODING = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}
+"""Beam search with beam size 4 and length penalty 0.6 [6.1]."""
+
+
 class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedModel, GenerationMixin):
     """The Transformer for sequence-to-sequence tasks: logits over the shared vocabulary, loss and `generate()`."""
 
@@ -638,10 +645,20 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         self.model = VanillaTransformerModel(config)
         self.lm_head = PrepackedLinear(config.d_model, config.vocab_size, bias=False)
         self.post_init()
-        if self.generation_config is not None:  # the paper's decoding [6.1]; a saved generation config wins
-            self.generation_config.num_beams = 4
-            self.generation_config.length_penalty = 0.6
-            self.generation_config.early_stopping = True
+        self._default_to_the_papers_decoding()
+
+    def _default_to_the_papers_decoding(self) -> None:
+        """The paper's beam search [6.1] where the generation config sets none; a saved generation config wins."""
+        if self.generation_config is not None:
+            for name, value in PAPER_DECODING.items():
+                if getattr(self.generation_config, name, None) is None:
+                    setattr(self.generation_config, name, value)
+
+    def adjust_generation_fn(self, *args, **kwargs):
+        """Loading: the saved generation config, or, where the folder has none (a model saved without it, weights
+        and config.json alone), one made from config.json, which holds no decoding settings: the paper's then."""
+        super().adjust_generation_fn(*args, **kwargs)
+        self._default_to_the_papers_decoding()
 
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
         """`GenerationMixin.generate` with the paper's length limit [6.1] as the default: at most source length + 50
@@ -651,6 +668,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
         without its mask would attend to the padding and translate its shorter sentences differently."""
         self._forget_placeholder_max_length()
+        forget_edited_packed_weights(self)
         config = generation_config if generation_config is not None else self.generation_config
         limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
         beams = kwargs.get("num_beams", config.num_beams)
@@ -661,8 +679,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             check_ids_shape("input_ids", source)
         if kwargs.get("attention_mask") is not None:
             check_is_tensor("attention_mask", kwargs["attention_mask"])
-        if all(limit is None for limit in limits) and source is not None:
-            kwargs["max_new_tokens"] = source.shape[1] + 50
+        if all(limit is None for limit in limits):
+            source_length = source.shape[1] if source is not None else encoder_output_length(kwargs.get("encoder_outputs"))
+            if source_length is not None:
+                kwargs["max_new_tokens"] = source_length + 50
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
             mask = self._padding_mask_of(source, config)
             if mask is not None:
@@ -675,12 +695,16 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
     def save_pretrained(self, *args, **kwargs):
         """`PreTrainedModel.save_pretrained`, with the translation pipeline among the code it ships (this relative
         import makes `pipeline_translation.py` one of the files copied next to this one) and named in config.json, so
-        that `pipeline(model=DIR, trust_remote_code=True)` translates wherever the saved model goes."""
+        that `pipeline(model=DIR, trust_remote_code=True)` translates wherever the saved model goes; `auto_map` names
+        the base model for `AutoModel` too."""
         from .pipeline_translation import custom_pipeline_entry
 
         self._forget_placeholder_max_length()
         others = getattr(self.config, "custom_pipelines", None) or {}
         self.config.custom_pipelines = {**others, **custom_pipeline_entry()}
+        module = VanillaTransformerModel.__module__.rsplit(".", 1)[-1]  # AutoModel loads the encoder-decoder alone
+        self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}),
+                                "AutoModel": f"{module}.{VanillaTransformerModel.__name__}"}
         return super().save_pretrained(*args, **kwargs)
 
     def _forget_placeholder_max_length(self) -> None:
@@ -763,6 +787,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        if encoder_outputs is None:
+            self.lm_head.forget_packed_if_edited()  # new input; the model checks its own layers
         outputs = self.model(
             input_ids,
             attention_mask=attention_mask,
@@ -773,12 +799,21 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            return_dict=True,
             **kwargs,
         )
         logits = self.lm_head(outputs.last_hidden_state)
         loss = None if labels is None else translation_loss(logits, labels, num_items_in_batch, label_smoothing)
         rest = {name: value for name, value in outputs.items() if name != "last_hidden_state"}
         return Seq2SeqLMOutput(loss=loss, logits=None if skip_logits else logits, **rest)
+
+
+def encoder_output_length(encoder_outputs) -> int | None:
+    """The source length of an encoder output passed to `generate()` (a BaseModelOutput or a tuple), if any."""
+    if encoder_outputs is None:
+        return None
+    hidden = encoder_outputs[0] if isinstance(encoder_outputs, (tuple, list)) else encoder_outputs.last_hidden_state
+    return hidden.shape[1]
 
 
 def translation_loss(

@@ -103,14 +103,14 @@ def is_decoding_step(hidden_states: torch.Tensor) -> bool:
 
 class PrepackedLinear(nn.Linear):
     """`nn.Linear` that, in inference on the CPU (eval, fp32, no grad), multiplies by a packed copy of its weight:
-    `FP32_GEMM`'s (MKL's in decoding steps only), or int8 weights once `quantize_int8` has switched it. The copy is made on first use and kept until the weight changes, the module
-    is moved, or `train()`/`eval()` is called; the weight itself stays an fp32 Parameter (saving, tied weights and
+    `FP32_GEMM`'s (MKL's in decoding steps only), or int8 weights once `quantize_int8` has switched it. The copy is made on first use and kept until the weight changes (in place,
+    or through `.data`: see `forget_packed_if_edited`), the module is moved, or `train()`/`eval()` is called; the weight itself stays an fp32 Parameter (saving, tied weights and
     training are unchanged). Inductor packs weights itself under `torch.compile`, so compiled code takes the plain
     path.
     """
 
     int8: bool = False
-    _packed: tuple | None = None  # (key: rows, weight and bias identity and version; packed weight)
+    _packed: tuple | None = None  # (key: rows, weight and bias identity and version; packed weight; sample positions; sample)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         gemm = self._packed_gemm(hidden_states)
@@ -140,8 +140,22 @@ class PrepackedLinear(nn.Linear):
         tensors = (self.weight,) if self.bias is None else (self.weight, self.bias)
         key = (gemm.name, rows if gemm.per_row_count else None, *((t.data_ptr(), t._version) for t in tensors))
         if self._packed is None or self._packed[0] != key:
-            self._packed = (key, gemm.pack(self.weight, self.bias, rows))
+            where = torch.linspace(0, self.weight.numel() - 1, 64).long()
+            self._packed = (key, gemm.pack(self.weight, self.bias, rows), where, self._weight_sample(where))
         return self._packed[1]
+
+    def _weight_sample(self, where: torch.Tensor) -> torch.Tensor:
+        """The weight's entries at flat positions `where`, and the bias: what `forget_packed_if_edited` compares."""
+        sample = self.weight.detach().reshape(-1)[where]
+        return sample if self.bias is None else torch.cat([sample, self.bias.detach()])
+
+    def forget_packed_if_edited(self) -> None:
+        """Drop the packed copy if the weight changed without torch counting it: an in-place edit through `.data`
+        (`weight.data += delta`, as PEFT merges LoRA weights and some EMA code updates) leaves the version counter
+        as it was. 64 entries spread over the weight, and the bias, show such dense edits; the model calls this when
+        it starts on new input (each `generate()` call, each forward that runs the encoder)."""
+        if self._packed is not None and not torch.equal(self._packed[3], self._weight_sample(self._packed[2])):
+            self._packed = None
 
     def train(self, mode: bool = True):
         self._packed = None  # releases the packed copy
@@ -153,6 +167,13 @@ class PrepackedLinear(nn.Linear):
 
     def __getstate__(self):  # copy.deepcopy and pickle: the packed copy is an opaque buffer, rebuilt on use
         return {**super().__getstate__(), "_packed": None}
+
+
+def forget_edited_packed_weights(model: nn.Module) -> None:
+    """`PrepackedLinear.forget_packed_if_edited` for each of the model's layers holding a packed copy."""
+    for module in model.modules():
+        if isinstance(module, PrepackedLinear) and module._packed is not None:
+            module.forget_packed_if_edited()
 
 
 def quantize_int8(model: nn.Module, enabled: bool = True) -> nn.Module:

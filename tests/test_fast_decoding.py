@@ -148,6 +148,36 @@ def test_a_packed_weight_follows_the_weight_and_the_row_count(gemm, monkeypatch)
         torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
 
 
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_weights_edited_through_data_are_used_by_the_next_call(batch, gemm, monkeypatch):
+    """`weight.data += delta` (PEFT's LoRA merge, some EMA code) bumps no version counter: the next generate() or
+    forward still sees the edit, as nn.Linear would."""
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
+    model = tiny_model()
+    generate(model, batch, 2)
+    assert packed(model)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data.mul_(-0.5)
+    edited = generate(model, batch, 2)
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
+    expected = generate(copy.deepcopy(model), batch, 2)
+    assert torch.equal(edited.sequences, expected.sequences)
+    for edited_scores, expected_scores in zip(edited.scores, expected.scores, strict=True):
+        torch.testing.assert_close(edited_scores, expected_scores, rtol=1e-5, atol=1e-5)
+
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
+    step = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                decoder_input_ids=torch.ones_like(batch["input_ids"][:, :1]))  # a decoding step: packed by both
+    with torch.no_grad():
+        model(**step)
+        model.lm_head.weight.data.add_(0.25)  # the tied embedding, the output projection's weight
+        model.model.decoder.layers[0].ffn.fc2.bias.data.zero_()
+        logits = model(**step).logits
+        monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
+        torch.testing.assert_close(logits, model(**step).logits, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("int8", [False, pytest.param(True, marks=needs_int8)], ids=["fp32", "int8"])
 @pytest.mark.parametrize(
     "case",

@@ -285,6 +285,40 @@ def test_default_length_limit_is_source_length_plus_50(batch):
     assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
 
 
+def test_the_length_limit_holds_for_a_given_encoder_output(batch):
+    """generate(encoder_outputs=...) without ids gets source length + 50 too, not transformers' 20."""
+    model = make_model()
+    model.generation_config.eos_token_id = None
+    encoder_outputs = model.get_encoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    out = model.generate(encoder_outputs=encoder_outputs, attention_mask=batch["attention_mask"], num_beams=1)
+    assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
+
+
+def test_a_folder_without_a_generation_config_decodes_as_the_paper(tmp_path):
+    """Weights and config.json alone (no generation_config.json) load with the paper's beam search, not greedy."""
+    make_model().save_pretrained(tmp_path)
+    (tmp_path / "generation_config.json").unlink()
+    config = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path).generation_config
+    assert (config.num_beams, config.length_penalty, config.early_stopping) == (4, 0.6, True)
+    saved = make_model()
+    saved.generation_config.num_beams = 2  # a saved choice wins
+    saved.save_pretrained(tmp_path / "two")
+    assert VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "two").generation_config.num_beams == 2
+
+
+def test_config_return_dict_false_gives_tuples(batch):
+    """`config.return_dict = False` (as in older code): forward returns tuples and generate() still works."""
+    model = make_model()
+    expected = model(**batch)
+    model.config.return_dict = False
+    loss, logits, *_ = model(**batch)
+    torch.testing.assert_close(loss, expected.loss)
+    torch.testing.assert_close(logits, expected.logits)
+    base = VanillaTransformerModel(model.config)
+    assert isinstance(base(batch["input_ids"], batch["attention_mask"], decoder_input_ids=batch["labels"]), tuple)
+    assert model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=3).shape[0] == 2
+
+
 @pytest.mark.parametrize(
     "mode", [dict(num_beams=1, do_sample=False), dict(num_beams=4), dict(num_beams=1, do_sample=True, top_k=5)]
 )
@@ -342,6 +376,7 @@ def test_save_pretrained_writes_auto_map_and_code(tmp_path):
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["auto_map"]["AutoModelForSeq2SeqLM"].endswith("VanillaTransformerForConditionalGeneration")
     assert config["auto_map"]["AutoConfig"].endswith("VanillaTransformerConfig")
+    assert config["auto_map"]["AutoModel"] == "modeling_vanilla_transformer.VanillaTransformerModel"
     assert (tmp_path / "modeling_vanilla_transformer.py").exists()
     assert (tmp_path / "configuration_vanilla_transformer.py").exists()
     assert (tmp_path / "packed_linear.py").exists()  # imported relatively by the modeling file: shipped with it
@@ -365,6 +400,9 @@ inputs = torch.load(sys.argv[2])
 with torch.no_grad():
     logits = model(**inputs).logits
 sequences = model.generate(inputs["input_ids"], attention_mask=inputs["attention_mask"], max_new_tokens=8)
+from transformers import AutoModel
+base = AutoModel.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
+assert type(base).__name__ == "VanillaTransformerModel", type(base)
 torch.save({"logits": logits, "sequences": sequences}, sys.argv[3])
 """
 

@@ -73,8 +73,8 @@ def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
 def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
     return (
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
-        f"of the line). Re-encode the file as UTF-8, e.g. `iconv -f LATIN1 -t UTF-8 {path.name} > "
-        f"{path.name}.utf8`, and point to the re-encoded file."
+        f"of the line). Re-encode the file as UTF-8 under its own name (a --*_prefix needs it), e.g. `iconv -f "
+        f"LATIN1 -t UTF-8 {path.name} > {path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
     )
 
 
@@ -89,6 +89,16 @@ def decode_utf8_text(data: bytes, path: str | Path) -> str:
         line = data[line_start : None if line_end < 0 else line_end]
         line_number = data.count(b"\n", 0, error.start) + 1
         raise InputError(_not_utf8_message(Path(path), line_number, line, error.start - line_start)) from error
+
+
+def text_lines(text: str) -> list[str]:
+    """`text` split at line feeds only, as the training data is read (each line's Windows "\r" dropped):
+    `str.splitlines` also splits at U+2028, form feeds and a lone "\r", which would put translations out of line
+    with their sources."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
 
 
 def _raw_lines(path: Path) -> Iterator[bytes]:

@@ -67,14 +67,15 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 def read_lines(file: str) -> list[str]:
     """The lines of `file` ("-": standard input); InputError naming the line that is not UTF-8."""
-    from hf_vanilla_transformer.data import decode_utf8_text
+    from hf_vanilla_transformer.data import decode_utf8_text, text_lines
     from hf_vanilla_transformer.errors import InputError
 
     if file != "-":
         with open(file, "rb") as handle:
-            return decode_utf8_text(handle.read(), file).splitlines()
-    try:
-        return sys.stdin.read().removeprefix("\ufeff").splitlines()  # a byte-order mark is no part of line 1
+            return text_lines(decode_utf8_text(handle.read(), file))
+    try:  # bytes where there are any: text mode would also end a line at a lone "\r"
+        text = sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        return text_lines(text.removeprefix("\ufeff"))  # a byte-order mark is no part of line 1
     except UnicodeDecodeError as error:
         raise InputError(
             f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "

@@ -61,6 +61,23 @@ def test_a_byte_order_mark_and_windows_line_ends_are_not_text(script, tmp_path, 
     assert script.read_lines("-") == LINES
 
 
+def test_lines_are_split_at_line_feeds_only(script, tmp_path, monkeypatch):
+    """A line separator (U+2028), a form feed, NEL or a lone carriage return inside a line does not split it: one
+    translation for each line, in line with the input (str.splitlines split at each, making 8 lines of 5)."""
+    lines = ["A dog runs.", "", "Two men\u2028are talking.", "A cat\x0csleeps.", "NEL\x85here, a lone\rreturn."]
+    text = "\n".join(lines) + "\n"
+    (tmp_path / "odd.txt").write_bytes(text.encode("utf-8"))
+    assert script.read_lines(str(tmp_path / "odd.txt")) == lines
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text, newline=""))
+    assert script.read_lines("-") == lines
+    (tmp_path / "last.txt").write_bytes(b"no final line feed")
+    assert script.read_lines(str(tmp_path / "last.txt")) == ["no final line feed"]
+    piped = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.argv = ['translate.py']; "
+                            f"print(runpy.run_path({str(REPO / 'scripts' / 'translate.py')!r})['read_lines']('-'))"],
+                           input=text.encode("utf-8"), capture_output=True, check=True)
+    assert piped.stdout.decode("utf-8").strip() == repr(lines)  # real standard input: bytes, not universal newlines
+
+
 def test_generation_options_pass_through(script, model_dir, monkeypatch, capsys):
     greedy = pipeline(TASK, model=str(model_dir), num_beams=1, max_new_tokens=3)
     monkeypatch.setattr(sys, "stdin", io.StringIO(SOURCES[1]))

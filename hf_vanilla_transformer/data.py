@@ -407,7 +407,8 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
     blank, as empty lines of plain text are: they teach nothing, and a missing one would stop tokenization."""
 
     def has_text(batch: dict) -> list[bool]:
-        return [all(isinstance(pair.get(lang), str) and pair[lang].strip() for lang in (source_lang, target_lang))
+        return [isinstance(pair, dict)  # None: a JSON line without "translation" among lines with it
+                and all(isinstance(pair.get(lang), str) and pair[lang].strip() for lang in (source_lang, target_lang))
                 for pair in batch["translation"]]
 
     kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")

@@ -170,14 +170,15 @@ def test_a_text_column_per_language_is_paired_up(tmp_path):
 
 def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog):
     rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
-            {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}}]
+            {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}},
+            {"de": "flach", "en": "a flat row among nested ones"}, {"id": 7}]  # no "translation": null there
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
                                     cache_dir=str(tmp_path / "cache"))
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
         train = load_translation_datasets(args)["train"]
     assert pairs(train) == [("ein Hund", "a dog")]
-    assert any("Left out 3 of 4 train pairs whose de or en side is missing or empty" in m for m in caplog.messages)
+    assert any("Left out 5 of 6 train pairs whose de or en side is missing or empty" in m for m in caplog.messages)
     (tmp_path / "train.jsonl").write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="The train split has no sentence pairs"):
         load_translation_datasets(args)

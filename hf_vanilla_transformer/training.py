@@ -189,7 +189,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
-    check_new_model_flags(model_args, data_args)
+    check_new_model_flags(model_args, data_args, given)
     check_data_flags(model_args, data_args)
     check_training_flags(training_args)
     for flag, runs in phases.items():
@@ -406,15 +406,35 @@ DATA_SOURCE_FLAGS = {
 def new_model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
     """d_model of the model to train, for the paper's peak learning rate d_model^-0.5 * warmup^-0.5."""
     name = model_args.model_name_or_path or model_args.config_name
-    if name:
+    if name and not (model_args.config_name and model_args.d_model):
         with loading_from(name, "a model's config"):
             return AutoConfig.from_pretrained(_pretrained(name)).d_model
     return model_args.d_model or model_sizes(model_args, data_args).get("d_model", VanillaTransformerConfig().d_model)
 
 
-def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments) -> None:
-    """The size flags of a new model make a possible model: say so at once, not after the tokenizer's training."""
-    if model_args.model_name_or_path or model_args.config_name:
+SIZE_FLAGS = ("preset", "d_model", "layers", "attention_heads", "ffn_dim", "normalize_before")
+"""The flags that shape a new model (`--dropout` also applies to a fine-tuned one)."""
+
+
+def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, given: set[str]) -> None:
+    """The size flags of a new model make a possible model: say so at once, not after the tokenizer's training.
+    A fine-tuned model has its own size and vocabulary, and a config its own preset: flags that would be silently
+    ignored are an error."""
+    if model_args.model_name_or_path:
+        ignored = [f"--{flag}" for flag in (*SIZE_FLAGS, "vocab_size") if flag in given]
+        if ignored:
+            raise InputError(
+                f"{', '.join(ignored)} shape a new model, but --model_name_or_path {model_args.model_name_or_path} "
+                "fine-tunes a model that has its size and vocabulary already: leave them out (--dropout may be "
+                "changed), or leave out --model_name_or_path to train a new model."
+            )
+        return
+    if model_args.config_name:
+        if "preset" in given:
+            raise InputError(
+                "--preset and --config_name both say what model to train: give one (the size flags, such as "
+                "--d_model, change either)."
+            )
         return
     vocab_size = VanillaTransformerConfig().vocab_size if model_args.tokenizer_name else model_args.vocab_size
     try:
@@ -524,8 +544,8 @@ def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
     return dict(presets[preset])
 
 
-def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_size: int, **token_ids):
-    """A new model's config: the preset, then the size flags, then the tokenizer's vocabulary and special ids."""
+def size_overrides(model_args: ModelArguments) -> dict:
+    """The config fields the size flags set (those given; `--normalize_before` when true)."""
     overrides = {
         "d_model": model_args.d_model,
         "encoder_layers": model_args.layers,
@@ -535,15 +555,16 @@ def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_siz
         "encoder_ffn_dim": model_args.ffn_dim,
         "decoder_ffn_dim": model_args.ffn_dim,
         "dropout": model_args.dropout,
+        "normalize_before": model_args.normalize_before or None,
     }
-    fields = model_sizes(model_args, data_args)
-    fields.update({k: v for k, v in overrides.items() if v is not None})
+    return {name: value for name, value in overrides.items() if value is not None}
+
+
+def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_size: int, **token_ids):
+    """A new model's config: the preset, then the size flags, then the tokenizer's vocabulary and special ids."""
+    fields = {**model_sizes(model_args, data_args), **size_overrides(model_args)}
     return VanillaTransformerConfig(
-        **fields,
-        normalize_before=model_args.normalize_before,
-        vocab_size=vocab_size,
-        attn_implementation=model_args.attn_implementation,
-        **token_ids,
+        **fields, vocab_size=vocab_size, attn_implementation=model_args.attn_implementation, **token_ids
     )
 
 
@@ -586,14 +607,18 @@ def _pretrained(name_or_path: str) -> str:
 
 def load_or_build_model(model_args, data_args, tokenizer):
     if model_args.model_name_or_path:
+        dropout = {} if model_args.dropout is None else {"dropout": model_args.dropout}
         with loading_from(model_args.model_name_or_path):
             return AutoModelForSeq2SeqLM.from_pretrained(
-                _pretrained(model_args.model_name_or_path), attn_implementation=model_args.attn_implementation
+                _pretrained(model_args.model_name_or_path), attn_implementation=model_args.attn_implementation,
+                **dropout,
             )
     ids = special_token_ids(tokenizer)
     if model_args.config_name:
         with loading_from(model_args.config_name, "a model's config"):
-            config = AutoConfig.from_pretrained(_pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids)
+            config = AutoConfig.from_pretrained(
+                _pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids, **size_overrides(model_args)
+            )
         return AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
     return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
 

@@ -123,6 +123,17 @@ def a_model_fine_tuned_for_no_step(tmp):
     return ["--model_name_or_path", model, "--num_train_epochs", "0"], ["trains for no step", "--do_train false"]
 
 
+def fine_tuning_with_size_flags(tmp):  # they were silently ignored: the fine-tuned model keeps its size
+    model = make_tiny_model_dir(tmp / "model")
+    return ["--model_name_or_path", model, "--d_model", "64", "--vocab_size", "1000"], [
+        "--d_model, --vocab_size shape a new model", "leave them out (--dropout may be changed)"]
+
+
+def a_preset_and_a_config(tmp):
+    VanillaTransformerConfig(d_model=16, encoder_ffn_dim=16, decoder_ffn_dim=16).save_pretrained(tmp / "config")
+    return ["--config_name", tmp / "config", "--preset", "big"], ["--preset and --config_name both say"]
+
+
 def evaluating_without_a_model(tmp):
     return ["--do_train", "false"], ["no model to evaluate", "--model_name_or_path"]
 
@@ -229,7 +240,7 @@ OUT_OF_RANGE = [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub,
     a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
-    evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,
+    fine_tuning_with_size_flags, a_preset_and_a_config, evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch,
     a_new_model_trained_for_no_step, no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,

@@ -15,10 +15,11 @@ import torch
 from conftest import REPO, SHARED_DATA
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
-import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer import VanillaTransformerConfig
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
 from hf_vanilla_transformer.errors import InputError
-from hf_vanilla_transformer.training import card_example, main, model_config, parse_arguments
+from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+from hf_vanilla_transformer.training import card_example, load_or_build_model, main, model_config, parse_arguments
 from hf_vanilla_transformer.training_curves import curves, plot_training_curves
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
@@ -240,10 +241,12 @@ def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
     log = run_script(
         "--output_dir", tmp_path / "tuned", "--model_name_or_path", out, "--train_prefix", tmp_path / "train",
         "--validation_prefix", tmp_path / "val", "--source_lang", "de", "--target_lang", "en", "--max_steps", "3",
-        "--per_device_train_batch_size", "8",
+        "--per_device_train_batch_size", "8", "--dropout", "0.25",
     )
     results = json.loads((tmp_path / "tuned" / "all_results.json").read_text())
     assert "eval_bleu" in results and "predict_bleu" not in results
+    tuned, trained = (json.loads((folder / "config.json").read_text()) for folder in (tmp_path / "tuned", out))
+    assert tuned["dropout"] == 0.25 and tuned["d_model"] == trained["d_model"]  # --dropout applies when fine-tuning
     assert len((tmp_path / "tuned" / "generated_predictions.txt").read_text().splitlines()) == 16
     assert "Reusing" not in log  # the tokenizer came from the fine-tuned model
 
@@ -348,6 +351,18 @@ def test_a_preset_and_size_flags_make_the_new_models_config(tmp_path, flags, siz
             config.dropout) == sizes
     assert (config.decoder_layers, config.decoder_attention_heads, config.decoder_ffn_dim) == sizes[1:4]
     assert config.vocab_size == 1000 and not config.normalize_before
+
+
+def test_size_flags_change_a_config_name(tmp_path):
+    """--config_name, then the size flags, as for a preset; the paper's learning rate follows the d_model asked."""
+    VanillaTransformerConfig(d_model=64, encoder_layers=2, decoder_layers=2).save_pretrained(tmp_path / "config")
+    model_args, data_args, args = parse_arguments(
+        ["--output_dir", str(tmp_path / "run"), "--config_name", str(tmp_path / "config"), "--d_model", "32",
+         "--ffn_dim", "48", "--normalize_before", "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de"])
+    assert args.learning_rate == pytest.approx(32**-0.5 * 4000**-0.5)
+    tokenizer = train_bpe_tokenizer(["a small text", "ein kleiner Text"], vocab_size=270, min_frequency=1)
+    config = load_or_build_model(model_args, data_args, tokenizer).config
+    assert (config.d_model, config.encoder_ffn_dim, config.encoder_layers, config.normalize_before) == (32, 48, 2, True)
 
 
 def test_no_data_arguments_means_the_builtin_corpus(tmp_path, monkeypatch):

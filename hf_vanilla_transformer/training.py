@@ -676,6 +676,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
     model = load_or_build_model(model_args, data_args, tokenizer)
+    if resume_from:
+        check_resumable(resume_from, model, training_args)
     logger.info("Model: %s with %.1fM parameters", type(model).__name__, model.num_parameters() / 1e6)
 
     with training_args.main_process_first(desc="tokenizing"):
@@ -905,6 +907,33 @@ def resume_checkpoint(training_args) -> str | None:
             "pass `--resume_from_checkpoint true` to pick the last complete one."
         )
     return resume
+
+
+RESUMED_SHAPE = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
+                 "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "normalize_before",
+                 "tie_word_embeddings")
+"""The config fields a checkpoint's weights and the model the flags build must agree on to resume."""
+
+
+def check_resumable(checkpoint: str, model, training_args) -> None:
+    """The checkpoint holds the model the flags build, and lies before --max_steps: otherwise resuming would be a
+    size mismatch inside torch, or train past the steps asked for."""
+    config = Path(checkpoint) / "config.json"
+    saved = json.loads(config.read_text()) if config.exists() else {}
+    differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_SHAPE
+              if name in saved and saved[name] != getattr(model.config, name, None)]
+    if differ:
+        raise InputError(
+            f"{checkpoint} holds a model with {', '.join(differ)}: resume with the model flags the run started with "
+            "(its config.json has them), or train into a new --output_dir."
+        )
+    state = Path(checkpoint) / "trainer_state.json"
+    step = json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0
+    if training_args.max_steps > 0 and step > training_args.max_steps:
+        raise InputError(
+            f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "
+            f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint."
+        )
 
 
 def decode_predictions(tokenizer, predictions) -> list[str]:

@@ -449,3 +449,23 @@ def test_training_script_checks_its_push_before_training(tmp_path, monkeypatch, 
     status, err = run_script("train_translation", "--output_dir", tmp_path / "my run", "--push_to_hub",
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "'my run' is not a Hub repository id" in err
+
+
+def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_path, monkeypatch, capsys):
+    """A checkpoint of another size was a 55-line size-mismatch traceback from torch; one past --max_steps trained a
+    step more than asked. Both are one message now."""
+    run = ["--output_dir", tmp_path / "run", "--number_words_train_size", "64", "--number_words_eval_size", "4",
+           "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32", "--save_strategy", "steps",
+           "--save_steps", "2", "--disable_tqdm", "true", "--do_eval", "false", "--do_predict", "false",
+           "--do_train", "--average_last_checkpoints", "0"]
+    from hf_vanilla_transformer.training import main
+
+    main([*map(str, run), "--max_steps", "4"])
+    resume = ["--resume_from_checkpoint", "true", "--overwrite_output_dir", "false"]
+    status, err = run_script("train_translation", *run, "--max_steps", "8", "--d_model", "32", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert f"{tmp_path / 'run' / 'checkpoint-4'} holds a model with d_model 16 (the flags: 32)" in err
+    status, err = run_script("train_translation", *run, "--max_steps", "3", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "is at step 4, past --max_steps 3: there is nothing left to train" in err

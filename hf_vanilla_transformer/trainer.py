@@ -161,6 +161,13 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         with own_class(self.model):
             super()._save(output_dir, state_dict)
 
+    def _issue_warnings_after_load(self, load_result) -> None:
+        """The Trainer's warnings after loading a checkpoint, without the tied names (the embedding's other names and
+        the output projection): the checkpoint stores the shared weight once, and they load with it."""
+        tied = self.model.all_tied_weights_keys
+        missing = [name for name in load_result.missing_keys if name not in tied]
+        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
+
     def get_train_dataloader(self) -> DataLoader:
         """A DataLoader over token-count batches, prepared by accelerate without re-sharding the batches."""
         if not self.max_tokens_per_batch:

@@ -451,7 +451,7 @@ def test_training_script_checks_its_push_before_training(tmp_path, monkeypatch, 
     assert status == 2 and "'my run' is not a Hub repository id" in err
 
 
-def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_path, monkeypatch, capsys):
+def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_path, monkeypatch, capsys, caplog):
     """A checkpoint of another size was a 55-line size-mismatch traceback from torch; one past --max_steps trained a
     step more than asked. Both are one message now."""
     run = ["--output_dir", tmp_path / "run", "--number_words_train_size", "64", "--number_words_eval_size", "4",
@@ -469,3 +469,6 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
     status, err = run_script("train_translation", *run, "--max_steps", "3", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "is at step 4, past --max_steps 3: there is nothing left to train" in err
+    caplog.clear()
+    main([*map(str, run), "--max_steps", "6", *resume])  # resuming as the run started: no warning about tied names
+    assert (tmp_path / "run" / "checkpoint-6").is_dir() and "missing keys" not in caplog.text

@@ -82,6 +82,7 @@ def create_model_card(
     license: str = "apache-2.0",
     tags: Sequence[str] = (),
     example: str | None = None,
+    tokenizer_from: str | None = None,
     project_url: str | None = None,
     metric_signatures: Mapping[str, str] | None = None,
     template_path: str | os.PathLike | None = None,
@@ -96,6 +97,8 @@ def create_model_card(
     `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
     `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them (the
     training script gives one from its data; without it, a sentence in the source language).
+    `tokenizer_from`: the model or tokenizer whose vocabulary the run reused (fine-tuning, `--tokenizer_name`); by
+    default the card says one was learned on the training data.
     `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
     computed), stated under the results; left out when not given, since a card rendered later cannot know them.
     """
@@ -143,6 +146,7 @@ def create_model_card(
         length_penalty=generation.get("length_penalty", 1.0),
         arch=_architecture(model_dir, config),
         tokenizer=_tokenizer_description(model_dir),
+        tokenizer_from=tokenizer_from,
         recipe=_recipe(training_args),
         data_sizes=[(label, _number(metrics[key])) for key, label in _SIZES.items() if key in metrics],
         example=example,

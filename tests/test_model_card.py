@@ -89,6 +89,12 @@ def test_body_recipe_data_usage_limitations(card):
     assert 'pipeline(model="user/transformer-de-en", trust_remote_code=True)' in text
     assert 'AutoModelForSeq2SeqLM.from_pretrained("user/transformer-de-en", trust_remote_code=True)' in text
     assert "## Limitations" in text and "Attention Is All You Need" in text
+    assert "One BPE vocabulary is learned on source and target text together" in text
+
+
+def test_a_reused_vocabulary_is_not_said_to_be_learned(model_dir):
+    text = create_model_card(model_dir, source_lang="de", target_lang="en", tokenizer_from="runs/base").text
+    assert "The vocabulary is the one of `runs/base`, reused" in text and "is learned" not in text
 
 
 def test_pre_ln_and_no_metrics(tmp_path):

@@ -18,8 +18,6 @@ import math
 import sys
 from pathlib import Path
 
-import torch
-
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(
@@ -85,6 +83,7 @@ def read_lines(file: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     args, parser = parse_arguments(argv)
+    import torch
     from transformers import pipeline
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
@@ -142,6 +141,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from hf_vanilla_transformer.errors import run_command
-
+    try:
+        from hf_vanilla_transformer.errors import run_command
+    except KeyboardInterrupt:  # Ctrl-C while transformers loads: one line as well, not a traceback
+        print("\ntranslate.py: interrupted.", file=sys.stderr)
+        sys.exit(130)
     run_command(main)

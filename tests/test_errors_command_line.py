@@ -380,6 +380,23 @@ def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, ca
         "continue the run with the same command plus --resume_from_checkpoint true.")
 
 
+@pytest.mark.parametrize("script", ["train_translation", "translate"])
+def test_ctrl_c_while_the_libraries_load_is_one_line_too(script, tmp_path):
+    """Ctrl-C in the first second, while torch and transformers are imported (before `run_command` is running)."""
+    import signal
+    import time
+
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / f"{script}.py"), "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's foreground job
+    )
+    time.sleep(0.7)  # the imports take seconds; the interpreter has started
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err
+    assert err.strip() == f"{script}.py: interrupted."
+
+
 def test_ctrl_c_elsewhere_is_one_line_too(monkeypatch, capsys):
     def interrupted():
         raise KeyboardInterrupt

@@ -21,7 +21,7 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datasets import Dataset, DatasetDict, Features, load_dataset
+from datasets import Dataset, DatasetDict, Features, load_dataset, load_from_disk
 from datasets.exceptions import DatasetGenerationError
 
 from .errors import InputError, MissingFileError
@@ -294,6 +294,11 @@ def _chosen_sources(args: TranslationDataArguments) -> list[str]:
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache."""
+    folder = Path(args.dataset_name)
+    if (folder / "state.json").is_file() and (folder / "dataset_info.json").is_file():
+        # one Dataset saved with `save_to_disk` (a DatasetDict's folder loads below): its rows are the train split
+        logger.info("%s holds one dataset saved with save_to_disk: it is the train split", folder)
+        return DatasetDict({"train": load_from_disk(str(folder))})
     with loading_from(args.dataset_name, "the dataset"):  # offline, a misspelt id or config: one line that says so
         return load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
 

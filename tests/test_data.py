@@ -168,6 +168,23 @@ def test_a_text_column_per_language_is_paired_up(tmp_path):
         load_translation_datasets(args)
 
 
+def test_datasets_saved_with_save_to_disk(tmp_path):
+    """A DatasetDict's folder gives its splits; one Dataset's folder (datasets asked for load_from_disk, which a
+    command line cannot call) is the train split."""
+    from datasets import Dataset, DatasetDict
+
+    rows = Dataset.from_dict({"translation": [{"de": de, "en": en} for de, en in zip(GERMAN, ENGLISH)]})
+    rows.save_to_disk(str(tmp_path / "one"))
+    DatasetDict({"train": rows, "validation": rows.select([0])}).save_to_disk(str(tmp_path / "splits"))
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(tmp_path / "one"),
+                                    cache_dir=str(tmp_path / "cache"))
+    loaded = load_translation_datasets(args)
+    assert list(loaded) == ["train"] and pairs(loaded["train"]) == list(zip(GERMAN, ENGLISH))
+    args.dataset_name = str(tmp_path / "splits")
+    loaded = load_translation_datasets(args)
+    assert sorted(loaded) == ["train", "validation"] and pairs(loaded["validation"]) == [(GERMAN[0], ENGLISH[0])]
+
+
 def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog):
     rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
             {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}},

@@ -136,9 +136,13 @@ class PrepackedLinear(nn.Linear):
             return None
         return FP32_GEMM
 
-    def _packed_weight(self, gemm: PackedGemm, rows: int):
+    def _weight_identity(self) -> tuple:
+        """The weight's and bias's storage and version: what an in-place change or a new tensor changes."""
         tensors = (self.weight,) if self.bias is None else (self.weight, self.bias)
-        key = (gemm.name, rows if gemm.per_row_count else None, *((t.data_ptr(), t._version) for t in tensors))
+        return tuple((t.data_ptr(), t._version) for t in tensors)
+
+    def _packed_weight(self, gemm: PackedGemm, rows: int):
+        key = (gemm.name, rows if gemm.per_row_count else None, *self._weight_identity())
         if self._packed is None or self._packed[0] != key:
             where = torch.linspace(0, self.weight.numel() - 1, 64).long()
             self._packed = (key, gemm.pack(self.weight, self.bias, rows), where, self._weight_sample(where))
@@ -154,7 +158,11 @@ class PrepackedLinear(nn.Linear):
         (`weight.data += delta`, as PEFT merges LoRA weights and some EMA code updates) leaves the version counter
         as it was. 64 entries spread over the weight, and the bias, show such dense edits; the model calls this when
         it starts on new input (each `generate()` call, each forward that runs the encoder)."""
-        if self._packed is not None and not torch.equal(self._packed[3], self._weight_sample(self._packed[2])):
+        if self._packed is None:
+            return
+        if type(self.weight.data) is not torch.Tensor or self._packed[0][2:] != self._weight_identity():
+            self._packed = None  # sharded (FSDP's DTensor between forwards) or replaced: packed anew when used
+        elif not torch.equal(self._packed[3], self._weight_sample(self._packed[2])):
             self._packed = None
 
     def train(self, mode: bool = True):

@@ -177,6 +177,13 @@ def test_weights_edited_through_data_are_used_by_the_next_call(batch, gemm, monk
         monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
         torch.testing.assert_close(logits, model(**step).logits, rtol=1e-5, atol=1e-5)
 
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)  # a smaller new weight after packing: no stale positions
+    vocab = model.config.vocab_size
+    with torch.no_grad():
+        model(**step)
+        model.resize_token_embeddings(vocab - 3)
+        assert model(**{**step, "input_ids": step["input_ids"].clamp(max=vocab - 4)}).logits.shape[-1] == vocab - 3
+
 
 @pytest.mark.parametrize("int8", [False, pytest.param(True, marks=needs_int8)], ids=["fp32", "int8"])
 @pytest.mark.parametrize(

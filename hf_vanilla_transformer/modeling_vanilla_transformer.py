@@ -788,7 +788,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         if encoder_outputs is None:
-            self.lm_head.forget_packed_if_edited()  # new input; the model checks its own layers
+            forget_edited_packed_weights(self.lm_head)  # new input; the model checks its own layers
         outputs = self.model(
             input_ids,
             attention_mask=attention_mask,

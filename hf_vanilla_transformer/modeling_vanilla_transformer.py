@@ -680,7 +680,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         if kwargs.get("attention_mask") is not None:
             check_is_tensor("attention_mask", kwargs["attention_mask"])
         if all(limit is None for limit in limits):
-            source_length = source.shape[1] if source is not None else encoder_output_length(kwargs.get("encoder_outputs"))
+            encoder_outputs = kwargs.get("encoder_outputs")
+            source_length = source.shape[1] if source is not None else encoder_output_length(encoder_outputs)
             if source_length is not None:
                 kwargs["max_new_tokens"] = source_length + 50
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:

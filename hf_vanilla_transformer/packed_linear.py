@@ -103,14 +103,15 @@ def is_decoding_step(hidden_states: torch.Tensor) -> bool:
 
 class PrepackedLinear(nn.Linear):
     """`nn.Linear` that, in inference on the CPU (eval, fp32, no grad), multiplies by a packed copy of its weight:
-    `FP32_GEMM`'s (MKL's in decoding steps only), or int8 weights once `quantize_int8` has switched it. The copy is made on first use and kept until the weight changes (in place,
-    or through `.data`: see `forget_packed_if_edited`), the module is moved, or `train()`/`eval()` is called; the weight itself stays an fp32 Parameter (saving, tied weights and
-    training are unchanged). Inductor packs weights itself under `torch.compile`, so compiled code takes the plain
-    path.
+    `FP32_GEMM`'s (MKL's in decoding steps only), or int8 weights once `quantize_int8` has switched it. The copy is
+    made on first use and kept until the weight changes (in place, or through `.data`: see `forget_packed_if_edited`),
+    the module is moved, or `train()`/`eval()` is called; the weight itself stays an fp32 Parameter (saving, tied
+    weights and training are unchanged). Inductor packs weights itself under `torch.compile`, so compiled code takes
+    the plain path.
     """
 
     int8: bool = False
-    _packed: tuple | None = None  # (key: rows, weight and bias identity and version; packed weight; sample positions; sample)
+    _packed: tuple | None = None  # (key: rows, weight and bias storage and version; packed; sample positions, sample)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         gemm = self._packed_gemm(hidden_states)

@@ -294,15 +294,16 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
                 "Training needs training data, and none is given: pass --train_prefix, --train_file or --dataset_name, "
                 "or --do_train false to evaluate --model_name_or_path without training."
             )
-    if not training_args.predict_with_generate and (training_args.do_eval or training_args.do_predict):
+    scores = [flag for flag in ("do_eval", "do_predict")
+              if getattr(training_args, flag) and (named is None or PHASES[flag] in named)]
+    if not training_args.predict_with_generate and scores:
         raise InputError(
             "--predict_with_generate false: this script scores validation and test data by the BLEU and chrF of "
             "translations the model generates, so it needs it true. For less evaluation time use --eval_strategy no "
             "(validation once, after training), --max_eval_samples or --generation_num_beams 1; --do_eval false "
             "--do_predict false skips evaluation."
         )
-    if named is not None and not training_args.do_train and not any(
-            getattr(training_args, flag) and PHASES[flag] in named for flag in ("do_eval", "do_predict")):
+    if not training_args.do_train and not scores:
         raise InputError(
             "Without training (--do_train false) the run evaluates on validation data and translates test data, and "
             "neither is given: pass --validation_prefix/--validation_file or --test_prefix/--test_file."

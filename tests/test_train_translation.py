@@ -314,6 +314,10 @@ def test_trainer_flags_override_the_recipe(tmp_path):
          "--learning-rate", "1e-5", "--warmup-steps", "1", "--label-smoothing-factor", "0"])
     assert (args.learning_rate, args.warmup_steps, args.label_smoothing_factor) == (1e-5, 1, 0)
     assert data.train_prefix == "x" and data.builtin_dataset is None
+    _, _, args = parse_arguments(  # nothing to score: generating is not needed
+        ["--output_dir", str(tmp_path), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de",
+         "--predict_with_generate", "false"])
+    assert not args.predict_with_generate
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

@@ -179,7 +179,10 @@ class PrepackedLinear(nn.Linear):
 
 
 def forget_edited_packed_weights(model: nn.Module) -> None:
-    """`PrepackedLinear.forget_packed_if_edited` for each of the model's layers holding a packed copy."""
+    """`PrepackedLinear.forget_packed_if_edited` for each of the model's layers holding a packed copy. A training
+    step skips the walk: `train()` dropped every packed copy, and compiled code never uses them."""
+    if model.training or is_torchdynamo_compiling():
+        return
     for module in model.modules():
         if isinstance(module, PrepackedLinear) and module._packed is not None:
             module.forget_packed_if_edited()

@@ -95,6 +95,9 @@ def main(argv=None) -> Path:
 
 
 if __name__ == "__main__":
-    from hf_vanilla_transformer.errors import run_command
-
+    try:
+        from hf_vanilla_transformer.errors import run_command
+    except KeyboardInterrupt:  # Ctrl-C while transformers loads: one line as well, not a traceback
+        print("\nexport_ctranslate2.py: interrupted.", file=sys.stderr)
+        sys.exit(130)
     run_command(main)

@@ -13,6 +13,7 @@ own beam-search translation unless --target gives one. Layers and heads are numb
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 FILES = {
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    from hf_vanilla_transformer.errors import run_command
-
+    try:
+        from hf_vanilla_transformer.errors import run_command
+    except KeyboardInterrupt:  # Ctrl-C while transformers loads: one line as well, not a traceback
+        print("\nplot_attention.py: interrupted.", file=sys.stderr)
+        sys.exit(130)
     run_command(main)

@@ -12,6 +12,7 @@ token is HF_TOKEN or the one `hf auth login` saved, unless --token is given; HF_
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None):
 
 
 if __name__ == "__main__":
-    from hf_vanilla_transformer.errors import run_command
-
+    try:
+        from hf_vanilla_transformer.errors import run_command
+    except KeyboardInterrupt:  # Ctrl-C while transformers loads: one line as well, not a traceback
+        print("\npush_to_hub.py: interrupted.", file=sys.stderr)
+        sys.exit(130)
     run_command(main)

@@ -380,7 +380,9 @@ def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, ca
         "continue the run with the same command plus --resume_from_checkpoint true.")
 
 
-@pytest.mark.parametrize("script", ["train_translation", "translate"])
+@pytest.mark.parametrize("script", [
+    "train_translation", "translate", "average_checkpoints", "plot_attention", "push_to_hub", "export_ctranslate2",
+])
 def test_ctrl_c_while_the_libraries_load_is_one_line_too(script, tmp_path):
     """Ctrl-C in the first second, while torch and transformers are imported (before `run_command` is running)."""
     import signal

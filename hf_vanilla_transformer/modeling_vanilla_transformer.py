@@ -644,6 +644,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         super().__init__(config)
         self.model = VanillaTransformerModel(config)
         self.lm_head = PrepackedLinear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head.check_every_row = True  # a token's row of the tied embedding may be edited alone
         self.post_init()
         self._default_to_the_papers_decoding()
 

@@ -111,6 +111,7 @@ class PrepackedLinear(nn.Linear):
     """
 
     int8: bool = False
+    check_every_row: bool = False  # the output projection's: one token's row may be edited alone (a new token)
     _packed: tuple | None = None  # (key: rows, weight and bias storage and version; packed; sample positions, sample)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -145,9 +146,19 @@ class PrepackedLinear(nn.Linear):
     def _packed_weight(self, gemm: PackedGemm, rows: int):
         key = (gemm.name, rows if gemm.per_row_count else None, *self._weight_identity())
         if self._packed is None or self._packed[0] != key:
-            where = torch.linspace(0, self.weight.numel() - 1, 64).long()
+            where = self._sample_positions()
             self._packed = (key, gemm.pack(self.weight, self.bias, rows), where, self._weight_sample(where))
         return self._packed[1]
+
+    def _sample_positions(self) -> torch.Tensor:
+        """Flat positions of the weight entries that `forget_packed_if_edited` compares: 64 spread over the weight,
+        and with `check_every_row` one in each row (its column moving from row to row)."""
+        rows, columns = self.weight.shape
+        where = torch.linspace(0, rows * columns - 1, 64).long()
+        if not self.check_every_row:
+            return where
+        row = torch.arange(rows)
+        return torch.cat([where, row * columns + row % columns])
 
     def _weight_sample(self, where: torch.Tensor) -> torch.Tensor:
         """The weight's entries at flat positions `where`, and the bias: what `forget_packed_if_edited` compares."""
@@ -157,8 +168,10 @@ class PrepackedLinear(nn.Linear):
     def forget_packed_if_edited(self) -> None:
         """Drop the packed copy if the weight changed without torch counting it: an in-place edit through `.data`
         (`weight.data += delta`, as PEFT merges LoRA weights and some EMA code updates) leaves the version counter
-        as it was. 64 entries spread over the weight, and the bias, show such dense edits; the model calls this when
-        it starts on new input (each `generate()` call, each forward that runs the encoder)."""
+        as it was. 64 entries spread over the weight, and the bias, show such dense edits; with `check_every_row`
+        (the output projection, whose rows are tokens) one entry of each row shows a row edited alone, as when a
+        token's embedding is set through `.data`. The model calls this when it starts on new input (each
+        `generate()` call, each forward that runs the encoder)."""
         if self._packed is None:
             return
         if type(self.weight.data) is not torch.Tensor or self._packed[0][2:] != self._weight_identity():

@@ -185,6 +185,24 @@ def test_weights_edited_through_data_are_used_by_the_next_call(batch, gemm, monk
         assert model(**{**step, "input_ids": step["input_ids"].clamp(max=vocab - 4)}).logits.shape[-1] == vocab - 3
 
 
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_one_token_row_edited_through_data_is_used_by_the_next_call(batch, gemm, monkeypatch):
+    """Setting one token's embedding row through `.data` (a new token's vector) after a generate() call: the next
+    call decodes with it, though none of the 64 entries spread over the weight lies in that row."""
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
+    model = tiny_model()
+    before = generate(model, batch, 1).sequences
+    weight = model.lm_head.weight
+    rows, columns = weight.shape
+    spread = set((torch.linspace(0, weight.numel() - 1, 64).long() // columns).tolist())
+    token = next(row for row in range(rows - 1, 0, -1) if row not in spread and row not in before)
+    weight.data[token] = weight.data[before[0, 1]] * 3  # outscores the first token chosen: it comes out now
+    edited = generate(model, batch, 1).sequences
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
+    assert torch.equal(edited, generate(model, batch, 1).sequences)
+    assert (edited == token).any()
+
+
 @pytest.mark.parametrize("int8", [False, pytest.param(True, marks=needs_int8)], ids=["fp32", "int8"])
 @pytest.mark.parametrize(
     "case",

@@ -786,6 +786,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             raise ValueError("`skip_logits=True` returns only the loss, which needs `labels`.")
         if labels is not None:
             check_labels(labels, self.config.vocab_size)
+            check_one_target_per_source(labels, input_ids, inputs_embeds, encoder_outputs)
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
@@ -808,6 +809,19 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         loss = None if labels is None else translation_loss(logits, labels, num_items_in_batch, label_smoothing)
         rest = {name: value for name, value in outputs.items() if name != "last_hidden_state"}
         return Seq2SeqLMOutput(loss=loss, logits=None if skip_logits else logits, **rest)
+
+
+def check_one_target_per_source(labels, input_ids, inputs_embeds, encoder_outputs) -> None:
+    """Labels pair with sources row by row: the decoder's batch may be a multiple of the encoder's (beams, for
+    generate()), but a loss over such a batch would quietly pair targets with the wrong sources."""
+    sources = input_ids if input_ids is not None else inputs_embeds
+    if sources is None and encoder_outputs is not None:
+        sources = encoder_outputs[0]
+    if isinstance(sources, torch.Tensor) and sources.dim() > 1 and sources.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"`labels` has batch size {labels.shape[0]} but the sources {sources.shape[0]}: give one target per "
+            "source (repeat a source to train on several targets of it)."
+        )
 
 
 def encoder_output_length(encoder_outputs) -> int | None:

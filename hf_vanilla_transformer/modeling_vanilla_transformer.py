@@ -663,7 +663,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
 
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
         """`GenerationMixin.generate` with the paper's length limit [6.1] as the default: at most source length + 50
-        new tokens, unless `max_length` or `max_new_tokens` is set in the call or the generation config.
+        new tokens (or the minimum asked for, `min_new_tokens` or `min_length`, if more), unless `max_length` or
+        `max_new_tokens` is set in the call or the generation config.
 
         Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`), as
         transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
@@ -683,8 +684,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         if all(limit is None for limit in limits):
             encoder_outputs = kwargs.get("encoder_outputs")
             source_length = source.shape[1] if source is not None else encoder_output_length(encoder_outputs)
-            if source_length is not None:
-                kwargs["max_new_tokens"] = source_length + 50
+            if source_length is not None:  # and room for a minimum length asked for (min_length counts the start)
+                least = max(kwargs.get("min_new_tokens", config.min_new_tokens) or 0,
+                            (kwargs.get("min_length", config.min_length) or 0) - 1)
+                kwargs["max_new_tokens"] = max(source_length + 50, least)
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
             mask = self._padding_mask_of(source, config)
             if mask is not None:

@@ -285,6 +285,15 @@ def test_default_length_limit_is_source_length_plus_50(batch):
     assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
 
 
+@pytest.mark.parametrize("minimum", [dict(min_new_tokens=80), dict(min_length=81)])
+def test_a_minimum_length_beyond_the_default_limit_is_met(batch, minimum, recwarn):
+    """A minimum longer than source length + 50, with no maximum given: the default limit makes room for it
+    (transformers would otherwise warn that the lengths conflict and stop at the limit)."""
+    out = make_model().generate(batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=1, **minimum)
+    assert out.shape[1] == 1 + 80
+    assert not [w for w in recwarn if "min" in str(w.message)]
+
+
 def test_the_length_limit_holds_for_a_given_encoder_output(batch):
     """generate(encoder_outputs=...) without ids gets source length + 50 too, not transformers' 20."""
     model = make_model()

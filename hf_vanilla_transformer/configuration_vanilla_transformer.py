@@ -14,6 +14,11 @@ BIG_SIZES = dict(
 )
 
 
+def is_number(value) -> bool:
+    """An int or float, not a bool or a string (as a value read from YAML or a command line may be)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class VanillaTransformerConfig(PreTrainedConfig):
     r"""
     Configuration of [`VanillaTransformerModel`] and [`VanillaTransformerForConditionalGeneration`].
@@ -145,17 +150,20 @@ class VanillaTransformerConfig(PreTrainedConfig):
                     f"d_model / h dimensions (section 3.2.2). Choose a head count among the divisors of d_model, "
                     f"e.g. {[h for h in (1, 2, 4, 8, 16, 32) if self.d_model % h == 0]}."
                 )
-        if self.layer_norm_eps <= 0:
-            raise ValueError(f"`layer_norm_eps` must be > 0, got {self.layer_norm_eps!r}.")
-        if self.init_std is not None and self.init_std < 0:
-            raise ValueError(f"`init_std` must be None or >= 0, got {self.init_std!r}.")
+        if not is_number(self.layer_norm_eps) or self.layer_norm_eps <= 0:
+            raise ValueError(f"`layer_norm_eps` must be a number > 0, got {self.layer_norm_eps!r}.")
+        if self.init_std is not None and (not is_number(self.init_std) or self.init_std < 0):
+            raise ValueError(f"`init_std` must be None or a number >= 0, got {self.init_std!r}.")
+        for name in ("scale_embedding", "normalize_before"):  # the string "false" would silently mean True
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"`{name}` must be True or False, got {getattr(self, name)!r}.")
 
     def _check_probabilities(self):
         """Dropout probabilities lie in [0, 1)."""
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             value = getattr(self, name)
-            if not 0 <= value < 1:
-                raise ValueError(f"`{name}` is a probability and must lie in [0, 1), got {value!r}.")
+            if not is_number(value) or not 0 <= value < 1:
+                raise ValueError(f"`{name}` is a probability and must be a number in [0, 1), got {value!r}.")
 
     def _check_activation(self):
         """The feed-forward activation must be one transformers knows."""

@@ -559,6 +559,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
     _tied_weights_keys = _shared_embedding_keys
 
     def __init__(self, config: VanillaTransformerConfig):
+        config.check_values()  # fields set after the config was made (config.d_model = 30) are checked here too
         super().__init__(config)
         self.shared = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
         self.encoder = VanillaTransformerEncoder(config)

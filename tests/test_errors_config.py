@@ -25,6 +25,11 @@ from hf_vanilla_transformer import VanillaTransformerConfig
         (dict(vocab_size=100, eos_token_id=[2, 100]), "eos_token_id", "[0, 99]"),
         (dict(decoder_start_token_id=-1), "decoder_start_token_id", "[0, 36999]"),
         (dict(layer_norm_eps=0.0), "layer_norm_eps", "> 0"),
+        (dict(dropout="0.1"), "dropout", "a number in [0, 1)"),  # as read from YAML or a command line
+        (dict(attention_dropout=None), "attention_dropout", "a number in [0, 1)"),
+        (dict(layer_norm_eps="1e-5"), "layer_norm_eps", "a number > 0"),
+        (dict(init_std="0.02"), "init_std", "a number >= 0"),
+        (dict(normalize_before="false"), "normalize_before", "True or False"),
     ],
 )
 def test_impossible_settings_name_field_value_and_what_is_allowed(settings, field, allowed):
@@ -41,6 +46,16 @@ def test_changes_after_construction_are_checked_before_saving():
     config.dropout = 1.5
     with tempfile.TemporaryDirectory() as folder, pytest.raises(ValueError, match="dropout"):
         config.save_pretrained(folder)
+
+
+def test_changes_after_construction_are_checked_when_a_model_is_made():
+    """`config.d_model = 30` after the config was made: the model refuses it, not a reshape deep in torch later."""
+    from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+
+    config = VanillaTransformerConfig(d_model=32, encoder_attention_heads=4, decoder_attention_heads=4)
+    config.d_model = 30
+    with pytest.raises(ValueError, match="encoder_attention_heads`=4 does not divide `d_model`=30"):
+        VanillaTransformerForConditionalGeneration(config)
 
 
 def test_valid_edge_values_are_accepted():

@@ -18,6 +18,7 @@ from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
 from transformers.generation import GenerationMixin
+from transformers.generation.stopping_criteria import MaxLengthCriteria
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
@@ -697,6 +698,15 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         return super().generate(inputs, generation_config=generation_config, **kwargs)
+
+    def _get_stopping_criteria(self, *args, **kwargs):
+        """GenerationMixin's, without the warning that an output past `max_position_embeddings` may fail: the
+        sinusoidal encodings [3.5] are computed for any position, so the length limits alone end a translation."""
+        criteria = super()._get_stopping_criteria(*args, **kwargs)
+        for criterion in criteria:
+            if isinstance(criterion, MaxLengthCriteria):
+                criterion.max_position_embeddings = None
+        return criteria
 
     def save_pretrained(self, *args, **kwargs):
         """`PreTrainedModel.save_pretrained`, with the translation pipeline among the code it ships (this relative

@@ -1,6 +1,7 @@
 """The model against the paper: configuration, encodings, tying, attention, residual blocks, generation, saving."""
 
 import json
+import logging
 import math
 import subprocess
 import sys
@@ -99,6 +100,22 @@ def test_inputs_longer_than_max_position_embeddings():
     ids = torch.randint(3, 99, (1, 30))
     out = model(input_ids=ids, decoder_input_ids=ids)
     assert out.logits.shape == (1, 30, 99) and torch.isfinite(out.logits).all()
+
+
+def test_generating_past_max_position_embeddings_gives_no_warning(caplog):
+    """transformers warns that an output longer than `max_position_embeddings` may fail; these encodings do not."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.get_logger("x").warning_once.cache_clear()  # the warning is logged once per process
+    model = make_model(max_position_embeddings=8)
+    model.generation_config.eos_token_id = None
+    with caplog.at_level(logging.WARNING):
+        transformers_logging.enable_propagation()
+        try:
+            out = model.generate(torch.randint(3, 99, (1, 5)), num_beams=1, max_new_tokens=12)
+        finally:
+            transformers_logging.disable_propagation()
+    assert out.shape[1] == 13 and not [r for r in caplog.records if "predefined maximum length" in r.getMessage()]
 
 
 def test_cached_decoding_uses_the_position_offset(batch):

@@ -6,7 +6,9 @@ stored. `HF_ENDPOINT` points everything at another Hub-compatible server.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,11 +16,15 @@ from pathlib import Path
 from huggingface_hub import CommitInfo, HfApi
 
 from .errors import USER_ERRORS, InputError, MissingFileError
-from .model_card import update_model_card
+from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, update_model_card
 from .pipeline_translation import save_translation_pipeline
 
-# As the Trainer's push_to_hub: no checkpoints, no private files ("_*").
-UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*"]
+# The Trainer's state for resuming a run, in a checkpoint and (the last two) in a run's folder: pickles most of them,
+# the optimizer's twice the model's size; and this package's complete-checkpoint mark (trainer.CHECKPOINT_COMPLETE).
+TRAINING_STATE_FILES = ["optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt", "rng_state*.pth",
+                        "checkpoint_complete.json", "trainer_state.json", "training_args.bin"]
+# Never pushed: that state, checkpoints and private files ("_*"; the last two as the Trainer's push_to_hub).
+UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*", *TRAINING_STATE_FILES]
 
 
 def push_model_dir(
@@ -32,8 +38,10 @@ def push_model_dir(
     create_pr: bool = False,
     card_overrides: dict | None = None,
 ) -> CommitInfo:
-    """Upload a model folder (model, tokenizer, generation config, code named by `auto_map`, card) to `repo_id`.
+    """Upload a model folder (model, tokenizer, generation config, code named by `auto_map`, card, the run's results
+    and plots) to `repo_id`, without the training state and checkpoints (`left_out_of_push` names them).
 
+    The folder may be a Trainer checkpoint: then a card it lacks takes the run's card inputs (`checkpoint_card`).
     Before uploading, attaches the translation pipeline (`save_translation_pipeline`) and renders the model card
     again with the repository's id (`update_model_card`, with `card_overrides`; an existing README.md without
     saved card inputs is kept). Creates the repository if needed (`private=None` keeps the Hub's default or the
@@ -41,12 +49,13 @@ def push_model_dir(
     """
     model_dir = Path(model_dir)
     check_model_dir(model_dir)
+    card_inputs = {**checkpoint_card(model_dir), **(card_overrides or {})}
     api = HfApi(token=token)
     repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
     if revision is not None and revision != "main":
         api.create_branch(repo_id, branch=revision, exist_ok=True)
     save_translation_pipeline(model_dir)
-    update_model_card(model_dir, repo_id=repo_id, **(card_overrides or {}))
+    update_model_card(model_dir, **{**card_inputs, "repo_id": repo_id})
     return api.upload_folder(
         repo_id=repo_id,
         folder_path=model_dir,
@@ -55,6 +64,43 @@ def push_model_dir(
         create_pr=create_pr,
         ignore_patterns=UPLOAD_IGNORE_PATTERNS,
     )
+
+
+def left_out_of_push(model_dir: str | os.PathLike) -> list[str]:
+    """What `push_model_dir` leaves out of `model_dir`: its top-level files and folders ("checkpoint-10/") that
+    `UPLOAD_IGNORE_PATTERNS` matches, sorted."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    model_dir = Path(model_dir)
+    files = [path.relative_to(model_dir).as_posix() for path in model_dir.rglob("*") if path.is_file()]
+    kept = set(filter_repo_objects(files, ignore_patterns=UPLOAD_IGNORE_PATTERNS))
+    return sorted({name.split("/")[0] + ("/" if "/" in name else "") for name in files if name not in kept})
+
+
+def checkpoint_card(model_dir: Path) -> dict:
+    """For a Trainer checkpoint (`checkpoint-<step>` with its trainer_state.json) without a card of its own, what its
+    card is rendered from: the run's card inputs (the parent folder's, once the run has finished) with this
+    checkpoint's evaluation at its step in place of the run's final scores, and its step in the recipe. Else {}."""
+    state_file = model_dir / "trainer_state.json"
+    if (not re.fullmatch(r"checkpoint-\d+", model_dir.resolve().name) or not state_file.is_file()
+            or (model_dir / "README.md").exists() or (model_dir / CARD_INPUTS_FILE).exists()):
+        return {}
+    run_inputs = model_dir.parent / CARD_INPUTS_FILE
+    run, state = _read_json(run_inputs) if run_inputs.is_file() else {}, _read_json(state_file)
+    step = state.get("global_step")
+    metrics = {key: value for key, value in (run.get("metrics") or {}).items() if key.endswith("_samples")}
+    for entry in state.get("log_history", []):
+        if entry.get("step") == step:  # the logs and evaluation of this checkpoint's model
+            metrics.update((key, value) for key, value in entry.items() if key.startswith("eval_") or key == "epoch")
+    recipe = [row for row in run.get("training_args", []) if row[0] != RECIPE_FIELDS["average_last_checkpoints"]]
+    return {**run, "metrics": metrics, "training_args": [*recipe, ("Checkpoint", f"step {step} of the training run")]}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # a damaged or non-UTF-8 file
+        raise InputError(f"Cannot read {path}: {error}") from None
 
 
 def check_push_target(repo_id: str | None, token: str | None = None) -> None:
@@ -151,6 +197,11 @@ def model_location(name_or_path: str) -> str:
     looks_like_repo_id = len(parts) <= 2 and all(parts) and not name_or_path.startswith((".", "~"))
     if not looks_like_repo_id:
         raise MissingFileError(f"No model directory at {name_or_path}.")
+    if len(parts) == 2 and Path(parts[0]).expanduser().is_dir():  # runs/nosuch, where runs/ is a folder here
+        raise MissingFileError(
+            f"No model directory at {name_or_path}: the folder {parts[0]} has no {parts[1]} (to load the Hub repo of "
+            f"that id, run from another folder)."
+        )
     return name_or_path
 
 

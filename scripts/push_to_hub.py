@@ -5,8 +5,10 @@
     python scripts/push_to_hub.py runs/de-en your-org/transformer-de-en --private --revision v1
 
 Uploads the model, tokenizer, generation config, the model's code (for trust_remote_code=True), the translation
-pipeline and the model card (README.md, rendered again with the repository's id), leaving checkpoints out. The
-token is HF_TOKEN or the one `hf auth login` saved, unless --token is given; HF_ENDPOINT selects another Hub.
+pipeline, the model card (README.md, rendered again with the repository's id) and the run's results and plots,
+leaving out checkpoints and the training state (optimizer, scheduler, RNG state, trainer_state.json,
+training_args.bin). DIR may be a checkpoint-* folder: its card then says so, with its own scores. The token is
+HF_TOKEN or the one `hf auth login` saved, unless --token is given; HF_ENDPOINT selects another Hub.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
     parser.add_argument("model_dir", metavar="DIR", help="the saved model directory")
     parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub repository, namespace/name (created if needed)")
     parser.add_argument("--private", action="store_true", default=None,
@@ -39,7 +42,9 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 def main(argv: list[str] | None = None):
     args, parser = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
-    from hf_vanilla_transformer.hub import check_model_dir, check_push_target, hub_error_message, push_model_dir
+    from hf_vanilla_transformer.hub import (
+        check_model_dir, check_push_target, hub_error_message, left_out_of_push, push_model_dir,
+    )
 
     try:
         check_model_dir(args.model_dir)
@@ -48,6 +53,8 @@ def main(argv: list[str] | None = None):
         parser.error(str(error).replace("the token flag", "--token"))
     card_overrides = {key: value for key in ("source_lang", "target_lang", "dataset_name", "license")
                       if (value := getattr(args, key)) is not None}
+    if left_out := left_out_of_push(args.model_dir):
+        print(f"Not uploaded (training state, checkpoints, private _* files): {', '.join(left_out)}", file=sys.stderr)
     try:
         commit = push_model_dir(
             args.model_dir,

@@ -169,13 +169,13 @@ def pushing_without_training(tmp):
 
 def a_model_neither_here_nor_on_the_hub(tmp):
     # a name of the form a/b that is no folder here is a Hub id to transformers: offline or not, it is not found
-    return ["--model_name_or_path", "runs/no-such-run"], [
-        "Cannot load a model's config from runs/no-such-run: there is no such folder here, and as a Hub repo id"]
+    return ["--model_name_or_path", "no-such-user/no-such-run"], [
+        "Cannot load a model's config from no-such-user/no-such-run: there is no such folder here, and as a Hub repo id"]
 
 
 def a_dataset_neither_here_nor_on_the_hub(tmp):  # offline, or a misspelt id: not found either way
-    return ["--dataset_name", "runs/no-such-dataset"], [
-        "Cannot load the dataset from runs/no-such-dataset: there is no such folder here, and as a Hub repo id",
+    return ["--dataset_name", "no-such-user/no-such-dataset"], [
+        "Cannot load the dataset from no-such-user/no-such-dataset: there is no such folder here, and as a Hub repo id",
         "Check the path, or the id and the network."]
 
 
@@ -185,8 +185,8 @@ def a_dataset_folder_without_data(tmp):
 
 
 def a_tokenizer_neither_here_nor_on_the_hub(tmp):
-    return ["--tokenizer_name", "runs/no-such-run", "--number_words_train_size", "20"], [
-        "Cannot load a tokenizer from runs/no-such-run: there is no such folder here"]
+    return ["--tokenizer_name", "no-such-user/no-such-run", "--number_words_train_size", "20"], [
+        "Cannot load a tokenizer from no-such-user/no-such-run: there is no such folder here"]
 
 
 def a_reporting_tool_not_installed(tmp):
@@ -334,10 +334,10 @@ def run_of_two_models(tmp_path):
     ("push_to_hub", lambda d, t: [t, "user/repo"], "is not a saved translation model"),
     ("plot_attention", lambda d, t: [t, "zwei"], "not a saved model"),
     ("plot_attention", lambda d, t: [d, "zwei", "--layers", "9"], "Choose layers from 1 to 2"),
-    ("plot_attention", lambda d, t: ["runs/no-such-run", "zwei"], "there is no such folder here, and as a Hub"),
+    ("plot_attention", lambda d, t: ["no-such-user/no-such-run", "zwei"], "there is no such folder here, and as a Hub"),
     ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
-    ("export_ctranslate2", lambda d, t: ["runs/missing", t / "out"], "No model folder at runs/missing"),
+    ("export_ctranslate2", lambda d, t: ["no-such-user/missing", t / "out"], "No model folder at no-such-user/missing"),
     ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
     ("benchmark", lambda d, t: ["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
     ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),

@@ -1,0 +1,97 @@
+"""What `scripts/push_to_hub.py` (and `push_model_dir`) upload from a run's folder and from one of its Trainer
+checkpoints: the model, tokenizer, code, card and the run's results, never the training state (optimizer, scheduler,
+RNG state, trainer_state.json, training_args.bin) nor checkpoints; a checkpoint gets a card with its own scores."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hf_vanilla_transformer.errors import run_command
+from hf_vanilla_transformer.hub import left_out_of_push
+from hf_vanilla_transformer.model_card import save_model_card
+from hub_server import hub_server  # noqa: F401  (fixture)
+from tiny_translation_model import load_script, make_tiny_model_dir
+
+REPO = Path(__file__).resolve().parents[1]
+CHECKPOINT_STATE = ["checkpoint_complete.json", "optimizer.pt", "rng_state.pth", "scheduler.pt", "trainer_state.json",
+                    "training_args.bin"]
+MODEL_FILES = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+               "configuration_vanilla_transformer.py", "modeling_vanilla_transformer.py", "pipeline_translation.py",
+               "README.md"}
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A finished run, as the training script leaves it (model, card, results, plot, the Trainer's trainer_state.json
+    and training_args.bin), with a checkpoint at step 10 that was evaluated there."""
+    run = make_tiny_model_dir(tmp_path / "run")
+    checkpoint = run / "checkpoint-10"
+    shutil.copytree(run, checkpoint)
+    for name in CHECKPOINT_STATE:
+        (checkpoint / name).write_bytes(b"\x80\x04state")
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 10, "epoch": 2.0, "log_history": [
+        {"loss": 3.5, "step": 5, "epoch": 1.0}, {"eval_bleu": 12.5, "eval_chrf": 30.25, "step": 10, "epoch": 2.0}]}))
+    metrics = {"eval_bleu": 55.5, "eval_chrf": 70.0, "eval_samples": 8, "train_samples": 100, "epoch": 4.0}
+    (run / "all_results.json").write_text(json.dumps(metrics))
+    (run / "training_curves.png").write_bytes(b"\x89PNG")
+    (run / "trainer_state.json").write_text(json.dumps({"global_step": 20, "log_history": []}))
+    (run / "training_args.bin").write_bytes(b"\x80\x04args")
+    save_model_card(run, source_lang="de", target_lang="en", metrics=metrics,
+                    training_args={"learning_rate": 0.002, "average_last_checkpoints": 2, "seed": 1})
+    return run
+
+
+def test_left_out_of_push(run_dir):
+    assert left_out_of_push(run_dir) == ["checkpoint-10/", "trainer_state.json", "training_args.bin"]
+    assert left_out_of_push(run_dir / "checkpoint-10") == CHECKPOINT_STATE
+
+
+def test_push_uploads_no_training_state(hub_server, run_dir, tmp_path):  # noqa: F811
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(run_dir / "checkpoint-10"), "user/step-10"],
+        env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert ", ".join(CHECKPOINT_STATE) in proc.stderr
+    proc = hub_server.run_python(f"""
+import json
+from huggingface_hub import HfApi, ModelCard, hf_hub_download
+from hf_vanilla_transformer.hub import push_model_dir
+
+push_model_dir({str(run_dir)!r}, "user/run")
+card = ModelCard.load(hf_hub_download("user/step-10", "README.md"))
+print(json.dumps({{"run": HfApi().list_repo_files("user/run"), "checkpoint": HfApi().list_repo_files("user/step-10"),
+                   "card": card.text, "language": card.data.language}}))
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    run_files, checkpoint_files = set(result["run"]), set(result["checkpoint"])
+
+    assert MODEL_FILES | {"all_results.json", "training_curves.png"} <= run_files
+    assert not run_files & {"trainer_state.json", "training_args.bin"}
+    assert not [name for name in run_files if name.startswith("checkpoint-")]
+    assert MODEL_FILES <= checkpoint_files
+    assert not checkpoint_files & set(CHECKPOINT_STATE)
+
+    # the checkpoint's card: the run's languages and recipe, its own score at step 10, not the run's final one
+    assert result["language"] == ["de", "en"]
+    assert "| validation | 12.50 | 30.25 |" in result["card"] and "55.50" not in result["card"]
+    assert "| Checkpoint | step 10 of the training run |" in result["card"] and "Learning rate" in result["card"]
+    assert "Checkpoints averaged" not in result["card"]
+    assert hub_server.unhandled == []
+
+
+def test_damaged_checkpoint_state_is_one_message(run_dir, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_unused")
+    (run_dir / "checkpoint-10" / "trainer_state.json").write_text('{"global_step": 1')
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: load_script("push_to_hub").main([str(run_dir / "checkpoint-10"), "user/x"]))
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Cannot read" in error and "trainer_state.json" in error
+    assert "Traceback" not in error

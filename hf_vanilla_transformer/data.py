@@ -8,6 +8,7 @@ dicts, the format of transformers' translation example (`examples/pytorch/transl
 from __future__ import annotations
 
 import csv
+import glob
 import gzip
 import io
 import logging
@@ -71,10 +72,12 @@ def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
 
 
 def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
+    if b"\0" in line:  # no text encoding has NUL bytes in sentences: a binary file (a model, an archive)
+        return f"{path} is not a text file (line {line_number} holds NUL bytes): give UTF-8 text, one sentence a line."
     return (
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
-        f"of the line). Re-encode the file as UTF-8 under its own name (a --*_prefix needs it), e.g. `iconv -f "
-        f"LATIN1 -t UTF-8 {path.name} > {path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
+        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f LATIN1 -t UTF-8 {path.name} > "
+        f"{path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
     )
 
 
@@ -225,8 +228,8 @@ class TranslationDataArguments:
     `data/train.de(.gz)`), and `builtin_dataset number_words` needs no files nor network.
     """
 
-    source_lang: str = field(metadata={"help": "Source language id, e.g. 'en'."})
-    target_lang: str = field(metadata={"help": "Target language id, e.g. 'de'."})
+    source_lang: str | None = field(default=None, metadata={"help": "Source language id, e.g. 'en'."})
+    target_lang: str | None = field(default=None, metadata={"help": "Target language id, e.g. 'de'."})
     dataset_name: str | None = field(default=None, metadata={"help": "Hub dataset, e.g. 'wmt/wmt14' (network)."})
     dataset_config_name: str | None = field(default=None, metadata={"help": "Hub dataset config, e.g. 'de-en'."})
     train_file: str | None = field(
@@ -255,9 +258,29 @@ class TranslationDataArguments:
 BUILTIN_DATASETS = ("number_words",)
 
 
+def check_languages_given(args: TranslationDataArguments) -> None:
+    """Both languages named; an InputError that suggests them from the files of a `*_prefix` otherwise."""
+    if args.source_lang is not None and args.target_lang is not None:
+        return
+    hint = ""
+    if prefix := args.train_prefix or args.validation_prefix or args.test_prefix:
+        prefix = Path(prefix)
+        suffixes = {path.name[len(prefix.name) + 1:].removesuffix(".gz")
+                    for path in prefix.parent.glob(f"{glob.escape(prefix.name)}.*")}
+        found = sorted(suffixes - {"csv", "tsv", "json", "jsonl", "txt", "parquet"})  # languages, not formats
+        if len(found) == 2:
+            hint = (f" ({prefix}.{found[0]} and {prefix}.{found[1]} are there: e.g. --source_lang {found[0]} "
+                    f"--target_lang {found[1]})")
+    raise InputError(
+        "Give --source_lang and --target_lang with your own data: the ids of the language translated from and into, "
+        f"as the files or columns name them{hint}."
+    )
+
+
 def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     """Load the splits `args` names (train/validation/test, as given) as a DatasetDict with a `translation` column
     (made from a text column per language where the data has those instead)."""
+    check_languages_given(args)
     chosen = _chosen_sources(args)
     if len(chosen) != 1:
         raise InputError(
@@ -327,6 +350,9 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
             )
         if not Path(path).is_file():
             raise MissingFileError(f"No file {path}: check the --{split}_file path.")
+        if _is_blank(Path(path)):  # `datasets` would fail on it with a bare StopIteration
+            raise InputError(f"{path} is empty: the {split} split has no sentence pairs. Give it data, or leave "
+                             f"--{split}_file out.")
         builder, options = _FILE_FORMATS[suffix]
         if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
             options = {**options, "features": Features.from_dict(
@@ -341,6 +367,18 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
                 "UTF-8, and a .gz file complete."
             ) from error
     return DatasetDict(splits)
+
+
+def _is_blank(path: Path) -> bool:
+    """Whether a plain or gzip file holds nothing but white space."""
+    try:
+        with _open_binary(path) as handle:
+            while chunk := handle.read(1 << 16):
+                if chunk.strip():
+                    return False
+    except (EOFError, gzip.BadGzipFile, zlib.error):
+        return False  # a damaged .gz file: reading it says so
+    return True
 
 
 def _csv_header(path: Path, options: dict) -> list[str]:

@@ -58,6 +58,14 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
         sys.exit(INTERRUPTED_STATUS)
 
 
+def one_line_errors(parser):
+    """`parser` (argparse's, or HfArgumentParser) reporting its errors as one line, `<prog>: error: <message>`, and
+    exit status 2, as `run_command` reports the others; argparse would print its usage block first, over a hundred
+    lines for the training script's flags (`--help` shows it)."""
+    parser.error = lambda message: parser.exit(USAGE_ERROR_STATUS, f"{parser.prog}: error: {message}\n")
+    return parser
+
+
 def device_from_name(value: str, flag: str = "--device"):
     """`value` ("cpu", "cuda", "cuda:1", "mps", ...) as a `torch.device`, whether or not this machine has it (a
     command line parses anywhere); an InputError naming `flag` for a name torch does not know."""

@@ -83,12 +83,17 @@ def special_token_ids(tokenizer) -> dict[str, int]:
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
 
-def load_tokenizer(name_or_path: str | Path):
-    """`AutoTokenizer.from_pretrained`, with a clear error when a local model folder has no tokenizer."""
+def load_tokenizer(name_or_path: str | Path, **kwargs):
+    """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, with a clear error when a local model folder has no
+    tokenizer, or a tokenizer config without the files it needs."""
     path = Path(name_or_path)
+    remedy = (f"Save the tokenizer the model was trained with into it (`tokenizer.save_pretrained('{path}')`; the "
+              "training script also takes one with --tokenizer_name).")
     if path.is_dir() and not any((path / name).is_file() for name in TOKENIZER_FILES):
-        raise InputError(
-            f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). Save the tokenizer the model was "
-            f"trained with into it (`tokenizer.save_pretrained('{path}')`), or name it with --tokenizer_name."
-        )
-    return AutoTokenizer.from_pretrained(name_or_path)
+        raise InputError(f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). {remedy}")
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+    except ValueError as error:
+        if path.is_dir() and "backend tokenizer" in str(error):  # a tokenizer_config.json without tokenizer.json
+            raise InputError(f"{path} has a tokenizer config but not the tokenizer (tokenizer.json). {remedy}") from error
+        raise

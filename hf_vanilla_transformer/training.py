@@ -37,12 +37,13 @@ from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConf
 from .checkpoint_averaging import load_averaged_weights
 from .data import (
     TranslationDataArguments,
+    check_languages_given,
     check_token_ids_fit,
     load_translation_datasets,
     tokenize_translation_datasets,
 )
 from .distributed import check_replicas_agree, fsdp_requested
-from .errors import InputError
+from .errors import InputError, one_line_errors
 from .hub import check_push_target, hub_error_message, loading_from, model_location, push_from_training_args
 from .metrics import make_compute_metrics, sacrebleu_signatures
 from .model_card import save_model_card
@@ -174,7 +175,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if not phases["do_eval"]:
         defaults["eval_strategy"] = "no"
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
-    parser = HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments))
+    parser = one_line_errors(HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments)))
     if {"-h", "--help"} & set(argv):
         show_run_defaults_in_help(parser, defaults, builtin=not given & DATA_SOURCE_FLAGS)
     try:
@@ -275,6 +276,11 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
                 "--push_to_hub pushes the model this run trains, but it does not train (--do_train false): push a "
                 "saved model with `python scripts/push_to_hub.py MODEL_DIR REPO_ID`."
             )
+    if training_args.max_steps < -1:  # the Trainer reads any negative value as -1, the default: train by epochs
+        raise InputError(
+            f"--max_steps {training_args.max_steps} is no step count: give a positive one, or leave it out (-1) to "
+            "train for --num_train_epochs."
+        )
     if training_args.do_train:  # the Trainer counts steps when --max_steps >= 0 (so 0 means no step), else epochs
         flag, steps = ("--max_steps", training_args.max_steps) if training_args.max_steps >= 0 else (
             "--num_train_epochs", training_args.num_train_epochs)
@@ -450,6 +456,7 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
 def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> None:
     """Lengths, sample limits and a vocabulary size that would train on nothing, fail deep inside `datasets`, or be
     silently replaced: one message each, before any work."""
+    check_languages_given(data_args)
     if data_args.source_lang == data_args.target_lang:
         raise InputError(
             f"--source_lang and --target_lang are both {data_args.source_lang!r}: name the language translated from "
@@ -868,8 +875,15 @@ def data_source_description(data_args: DataArguments) -> str | None:
 def clear_earlier_checkpoints(training_args) -> None:
     """A new run (not resumed) must not find checkpoints of an earlier one in its --output_dir: the Trainer would
     leave those with higher steps in place, and they would be averaged, and resumed, as this run's. They are deleted
-    with --overwrite_output_dir (by the main process); otherwise the run stops before any work and says what to do."""
+    with --overwrite_output_dir (by the main process); otherwise the run stops before any work and says what to do,
+    as it does for the model of a run saved without checkpoints, which this run would replace."""
     earlier = run_checkpoints(training_args.output_dir)
+    saved = Path(training_args.output_dir, "model.safetensors")
+    if not earlier and saved.is_file() and not training_args.overwrite_output_dir:  # a run saved without checkpoints
+        raise InputError(
+            f"--output_dir {training_args.output_dir} holds the model of an earlier run ({saved.name}). Train into a "
+            "new --output_dir, or pass --overwrite_output_dir true to replace it."
+        )
     if not earlier:
         return
     names = ", ".join(c.name for c in earlier[:3]) + (f", ... {earlier[-1].name}" if len(earlier) > 3 else "")

@@ -38,6 +38,7 @@ def parse_arguments(argv=None):
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
     parser.add_argument("model", help="a directory written by save_pretrained (with its tokenizer), or a Hub repo id")
     parser.add_argument("output_dir", help="where to write the CTranslate2 model")
     parser.add_argument("--quantization", choices=QUANTIZATIONS, default=None,

@@ -28,6 +28,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
     parser.add_argument("model", metavar="MODEL", help="a saved model directory or a Hub repo id")
     parser.add_argument("sentence", metavar="SENTENCE", help="the source sentence")
     parser.add_argument("--target", help="a translation to draw instead of the model's own")
@@ -54,17 +55,18 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 def main(argv: list[str] | None = None) -> list[Path]:
     args, parser = parse_arguments(argv)
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoModelForSeq2SeqLM
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
     from hf_vanilla_transformer.errors import InputError, MissingFileError
     from hf_vanilla_transformer.hub import loading_from, model_location
+    from hf_vanilla_transformer.tokenization import load_tokenizer
     from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
 
     try:
         location = model_location(args.model)
         with loading_from(args.model):
-            tokenizer = AutoTokenizer.from_pretrained(location, revision=args.revision)
+            tokenizer = load_tokenizer(location, revision=args.revision)
             model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
     except (MissingFileError, InputError) as error:
         parser.error(str(error))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
     parser.add_argument("model", metavar="MODEL", help="a saved model directory or a Hub repo id")
     parser.add_argument("file", metavar="FILE", nargs="?", default="-",
                         help="text to translate, one sentence per line (default or '-': standard input)")
@@ -60,6 +62,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
             parser.error(f"-o {args.output} is a folder: give a file name, e.g. -o {output / 'translations.txt'}.")
         if not output.resolve().parent.is_dir():
             parser.error(f"-o {args.output}: the folder {output.parent} does not exist; create it first.")
+        if args.file != "-" and output.resolve() == Path(args.file).resolve():
+            parser.error(f"-o {args.output} is the input file, which the translations would replace: give another name.")
     return args, parser
 
 
@@ -71,6 +75,8 @@ def read_lines(file: str) -> list[str]:
     if file != "-":
         with open(file, "rb") as handle:
             return text_lines(decode_utf8_text(handle.read(), file))
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise InputError("Standard input is closed: give the FILE to translate, or pipe the text in.")
     try:  # bytes where there are any: text mode would also end a line at a lone "\r"
         text = sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
         return text_lines(text.removeprefix("\ufeff"))  # a byte-order mark is no part of line 1
@@ -84,12 +90,13 @@ def read_lines(file: str) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     args, parser = parse_arguments(argv)
     import torch
-    from transformers import pipeline
+    from transformers import AutoModelForSeq2SeqLM, pipeline
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
     from hf_vanilla_transformer.errors import InputError, usable_device
     from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.pipeline_translation import TASK, translate_sentences
+    from hf_vanilla_transformer.tokenization import load_tokenizer
 
     try:
         model = model_location(args.model)
@@ -99,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(error))
     try:
         lines = read_lines(args.file)
+    except InputError as error:
+        parser.error(str(error))
     except OSError as error:
         parser.error(f"Cannot read {args.file}: {error.strerror or error}.")
     if not any(line.strip() for line in lines):
@@ -114,8 +123,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.quantize and torch.device(device).type != "cpu":  # a GPU was chosen for want of --device
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {device}).")
     try:
-        with loading_from(args.model):
-            translator = pipeline(TASK, model=model, device=device, revision=args.revision)
+        with loading_from(args.model):  # each apart: the pipeline would hide why a model or tokenizer failed to load
+            tokenizer = load_tokenizer(model, revision=args.revision)
+            translator = pipeline(TASK, model=AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision),
+                                  tokenizer=tokenizer, device=device)
     except InputError as error:
         parser.error(str(error))
     if args.quantize:
@@ -131,13 +142,19 @@ def main(argv: list[str] | None = None) -> None:
         translator, lines, batch_size=args.batch_size, progress=not args.quiet, **generate_kwargs
     )
     text = "".join(line + "\n" for line in translations)
-    if args.output == "-":
-        sys.stdout.write(text)
-        return
     try:
-        Path(args.output).write_text(text, encoding="utf-8")
+        if args.output != "-":
+            Path(args.output).write_text(text, encoding="utf-8")
+        elif sys.stdout is None:  # started with standard output closed (`>&-`)
+            raise OSError("it is closed")
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (`| head -1`): what it read is all that was wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # and Python's flush at exit fails no more
     except OSError as error:  # checked before translating, but the disk may be full or the folder gone
-        parser.error(f"Cannot write {args.output}: {error.strerror or error}.")
+        where = args.output if args.output != "-" else "standard output"
+        parser.error(f"Cannot write the translations to {where}: {error.strerror or error}.")
 
 
 if __name__ == "__main__":

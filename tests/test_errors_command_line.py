@@ -118,6 +118,15 @@ def no_step_meant_as_no_limit(tmp):  # the Trainer would train no step, then eva
     return ["--max_steps", "0"], ["--max_steps 0 trains for no step", "positive --num_train_epochs"]
 
 
+def a_negative_step_count(tmp):  # the Trainer would quietly train by epochs instead
+    return ["--max_steps", "-5"], ["--max_steps -5 is no step count", "leave it out (-1)"]
+
+
+def an_empty_json_lines_file(tmp):  # `datasets` fails on it with a bare StopIteration
+    write(tmp / "train.jsonl", b"")
+    return ["--train_file", tmp / "train.jsonl"], ["train.jsonl is empty: the train split has no sentence pairs"]
+
+
 def a_model_fine_tuned_for_no_step(tmp):
     model = make_tiny_model_dir(tmp / "model")
     return ["--model_name_or_path", model, "--num_train_epochs", "0"], ["trains for no step", "--do_train false"]
@@ -242,7 +251,8 @@ OUT_OF_RANGE = [
     a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
     fine_tuning_with_size_flags, a_preset_and_a_config, evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch,
-    a_new_model_trained_for_no_step, no_step_meant_as_no_limit, a_model_fine_tuned_for_no_step,
+    a_new_model_trained_for_no_step, no_step_meant_as_no_limit, a_negative_step_count, a_model_fine_tuned_for_no_step,
+    an_empty_json_lines_file,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
     no_layers, batches_smaller_than_a_sentence, *OUT_OF_RANGE,
@@ -256,6 +266,22 @@ def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys)
     assert message.startswith("train_translation.py: error: ")
     for text in expected:
         assert text in message, (text, err)
+
+
+def test_own_data_without_languages_is_one_line_that_suggests_them(tmp_path, monkeypatch, capsys):
+    """Not argparse's 'the following arguments are required' after a usage block of some 150 lines."""
+    write(tmp_path / "train.de", b"eins\n")
+    write(tmp_path / "train.en", b"one\n")
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "out", "--train_prefix",
+                             tmp_path / "train", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "Give --source_lang and --target_lang with your own data" in err
+    assert "e.g. --source_lang de --target_lang en" in err
+
+
+def test_argument_errors_are_one_line_without_the_usage_block(tmp_path, monkeypatch, capsys):
+    status, err = run_script("train_translation", "--output_dir", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and err.strip() == "train_translation.py: error: argument --output_dir/--output-dir: expected one argument"
 
 
 @pytest.mark.skipif(torch.cuda.is_available() or torch.backends.mps.is_available(), reason="a GPU is here")

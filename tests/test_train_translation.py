@@ -551,3 +551,15 @@ def test_an_earlier_runs_checkpoints_are_refused_or_deleted_never_averaged(tmp_p
     # the built-in run, which `./run.sh main` repeats into one folder, deletes them by default
     assert parse_arguments(["--output_dir", str(tmp_path)])[2].overwrite_output_dir
     assert not parse_arguments(flags)[2].overwrite_output_dir
+
+
+def test_the_model_of_a_run_saved_without_checkpoints_is_not_replaced_unasked(tmp_path):
+    """`--save_strategy no` leaves no checkpoint-* folders, only the model: a new run into that folder stops too."""
+    from hf_vanilla_transformer.training import main
+
+    (tmp_path / "model.safetensors").write_bytes(b"an earlier run's weights")
+    flags = ["--output_dir", str(tmp_path), "--train_prefix", str(tmp_path / "unused"), "--source_lang", "de",
+             "--target_lang", "en"]
+    with pytest.raises(InputError, match="holds the model of an earlier run .*--overwrite_output_dir true"):
+        main(flags)
+    assert (tmp_path / "model.safetensors").read_bytes() == b"an earlier run's weights"

@@ -116,15 +116,78 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
         (lambda d, t: [str(d), str(t / "in.txt"), "--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
         (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t)], "is a folder: give a file name"),
         (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t / "no" / "out.txt")], "does not exist; create it"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t / "." / "in.txt")], "is the input file"),
+        (lambda d, t: [str(d), str(t / "model.bin")], "model.bin is not a text file (line 1 holds NUL bytes)"),
     ],
 )
 def test_errors(script, model_dir, tmp_path, capsys, make_args, message):
     (tmp_path / "in.txt").write_text("Ein Satz.\n")
     (tmp_path / "empty.txt").write_text("\n  \n")
+    (tmp_path / "model.bin").write_bytes(b"PK\x03\x04\x00\x00\xff\xfe\n")
     with pytest.raises(SystemExit) as exit_info:
         script.main(make_args(model_dir, tmp_path))
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+    assert (tmp_path / "in.txt").read_text() == "Ein Satz.\n"  # never replaced by its translation
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (["tokenizer.json", "tokenizer_config.json"], "has no tokenizer (no tokenizer.json or tokenizer_config.json)"),
+        (["tokenizer.json"], "has a tokenizer config but not the tokenizer (tokenizer.json)"),
+        (["model.safetensors"], "no file named model.safetensors"),
+        ("truncate", "are truncated or corrupt"),
+    ],
+)
+def test_a_damaged_model_folder_says_what_is_missing(script, model_dir, tmp_path, capsys, damage, message):
+    """Not the pipeline's 'Could not load model ... with any of the following classes' with no reason after it."""
+    import shutil
+
+    damaged = shutil.copytree(model_dir, tmp_path / "model")
+    if damage == "truncate":
+        weights = damaged / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:1000])
+    else:
+        for name in damage:
+            (damaged / name).unlink()
+    (tmp_path / "in.txt").write_text("Ein Satz.\n")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(damaged), str(tmp_path / "in.txt")])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_mistyped_local_folder_is_not_looked_up_on_the_hub(script, tmp_path, monkeypatch, capsys):
+    """`runs/nosuch` where runs/ is a folder here: at once, not after the Hub's retries (about 30 s offline)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "in.txt").write_text("Ein Satz.\n")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["runs/nosuch", "in.txt"])
+    assert exit_info.value.code == 2 and "the folder runs has no nosuch" in capsys.readouterr().err
+
+
+class FullDisk(io.StringIO):
+    def write(self, text):
+        raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize(
+    "stdin, stdout, message",
+    [
+        (None, "keep", "Standard input is closed: give the FILE"),  # `translate.py MODEL <&-`
+        ("Ein Satz.", None, "Cannot write the translations to standard output: it is closed."),  # `>&-`
+        ("Ein Satz.", FullDisk(), "Cannot write the translations to standard output: No space left on device."),
+    ],
+)
+def test_closed_or_full_standard_streams_are_one_message(script, model_dir, monkeypatch, capsys, stdin, stdout,
+                                                         message):
+    monkeypatch.setattr(sys, "stdin", None if stdin is None else io.StringIO(stdin))
+    if stdout != "keep":
+        monkeypatch.setattr(sys, "stdout", stdout)
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(model_dir), "-q"])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_command_line(model_dir, expected):

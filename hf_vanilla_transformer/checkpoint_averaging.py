@@ -5,20 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
-from .errors import InputError
+from .errors import InputError, MissingFileError
 from .trainer import run_checkpoints  # noqa: F401  (re-exported for scripts/average_checkpoints.py)
+
+UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out of the run's folder to average the "
+            "others")
 
 
 def _load_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
     files = sorted(checkpoint.glob("*.safetensors"))
     if not files:
-        raise FileNotFoundError(f"{checkpoint} has no *.safetensors weights.")
+        raise MissingFileError(f"{checkpoint} has no *.safetensors weights: {UNUSABLE}.")
     weights = {}
     for file in files:
-        weights.update(load_file(file))
+        try:
+            weights.update(load_file(file))
+        except SafetensorError as error:
+            raise InputError(f"The weights in {file} are truncated or corrupt ({error}): {UNUSABLE}.") from error
     return weights
 
 
@@ -44,11 +51,15 @@ def averaged_weights(checkpoints: list[str | Path]) -> dict[str, torch.Tensor]:
     return {name: tensor / len(checkpoints) for name, tensor in total.items()}
 
 
-@torch.no_grad()
 def load_averaged_weights(model, checkpoints: list[str | Path]):
     """Give `model` the mean of the weights in `checkpoints` (in its own dtypes, tied weights kept tied)."""
+    return _load_weights_into(model, averaged_weights(checkpoints))
+
+
+@torch.no_grad()
+def _load_weights_into(model, weights: dict[str, torch.Tensor]):
     dtypes = {name: tensor.dtype for name, tensor in model.state_dict().items()}
-    averaged = {name: tensor.to(dtypes[name]) for name, tensor in averaged_weights(checkpoints).items()}
+    averaged = {name: tensor.to(dtypes[name]) for name, tensor in weights.items()}
     missing, unexpected = model.load_state_dict(averaged, strict=False)
     untied = set(missing) - set(model.all_tied_weights_keys)
     if untied or unexpected:
@@ -63,7 +74,14 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
     if not checkpoints:
         raise ValueError("No checkpoints to average.")
     last = Path(checkpoints[-1])
-    model = load_averaged_weights(AutoModelForSeq2SeqLM.from_pretrained(last), checkpoints)
+    if not (last / "config.json").is_file():
+        raise MissingFileError(f"{last} has no config.json: {UNUSABLE}.")
+    weights = averaged_weights(checkpoints)  # first: it names a checkpoint whose weights are missing or damaged
+    try:
+        model = AutoModelForSeq2SeqLM.from_pretrained(last)
+    except (OSError, ValueError) as error:  # a damaged config.json, or another kind of model's
+        raise InputError(f"{last} holds no loadable model ({error}): {UNUSABLE}.") from error
+    model = _load_weights_into(model, weights)
     model.save_pretrained(output_dir)
     GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
     tokenizer_dir = last if (last / "tokenizer_config.json").exists() else last.parent

@@ -7,11 +7,13 @@
 import argparse
 import os
 import sys
+from pathlib import Path
 
 try:
     import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
     from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
     from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command
+    from hf_vanilla_transformer.trainer import is_complete_checkpoint
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
     sys.exit(130)
@@ -19,9 +21,14 @@ except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
     parser.add_argument("run_dir", help="the training run's --output_dir, holding checkpoint-<step> folders")
-    parser.add_argument("--last", type=int, default=5, help="how many of the latest checkpoints to average")
-    parser.add_argument("--output_dir", required=True, help="where to save the averaged model")
+    parser.add_argument("--last", type=int, default=5,
+                        help="how many of the latest complete checkpoints to average (default: 5)")
+    parser.add_argument("--output_dir", required=True, help="where to save the averaged model (a new or empty folder)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the model in a non-empty --output_dir, and remove its model card, "
+                             "*_results.json and generated_predictions.txt, which describe the model replaced")
     args = parser.parse_args(argv)
     if args.last < 1:
         parser.error("--last must be at least 1.")
@@ -31,12 +38,18 @@ def main(argv=None):
     run_dir = os.path.normpath(args.run_dir)
     if not checkpoints and os.path.basename(run_dir).startswith("checkpoint-"):
         raise InputError(f"{args.run_dir} is a checkpoint, not a run: give the run's folder, {os.path.dirname(run_dir)}.")
-    if len(checkpoints) < args.last:
+    complete = checkpoints
+    if any(is_complete_checkpoint(c) for c in checkpoints):  # the run marks the checkpoints it wrote whole
+        complete = [c for c in checkpoints if is_complete_checkpoint(c)]
+        if incomplete := [c.name for c in checkpoints if c not in complete]:  # skipped, as resuming skips them
+            print(f"Skipping incomplete checkpoints (the run was stopped while saving): {', '.join(incomplete)}",
+                  file=sys.stderr)
+    if len(complete) < args.last:
         raise InputError(
-            f"{args.run_dir} has {len(checkpoints)} checkpoints, fewer than --last {args.last}: lower --last or keep "
+            f"{args.run_dir} has {len(complete)} checkpoints, fewer than --last {args.last}: lower --last or keep "
             "more with --save_total_limit when training."
         )
-    chosen = checkpoints[-args.last :]
+    chosen = complete[-args.last :]
     output = os.path.realpath(args.output_dir)
     if os.path.exists(output) and not os.path.isdir(output):
         parser.error(f"--output_dir {args.output_dir} is a file: give a folder for the averaged model.")
@@ -45,7 +58,25 @@ def main(argv=None):
             f"--output_dir {args.output_dir} would overwrite the model of the run or of a checkpoint; give a new "
             f"folder, e.g. {os.path.join(args.run_dir, 'averaged')}."
         )
+    entries = sorted(os.listdir(output)) if os.path.isdir(output) else []
+    # what describes the model there (its card, scores, translations) is stale once another model is saved there
+    stale = [n for n in entries if n in ("README.md", "generated_predictions.txt") or n.endswith("_results.json")]
+    if entries and not args.overwrite:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        removed = f" and remove {', '.join(stale)}, which describe the model there now" if stale else ""
+        raise InputError(
+            f"--output_dir {args.output_dir} is not empty ({shown}), so it is not overwritten: give a new or empty "
+            f"folder, or pass --overwrite to replace the model there{removed}."
+        )
+    try:
+        os.makedirs(output, exist_ok=True)  # before the averaging, which can take minutes
+    except OSError as error:
+        raise InputError(f"Cannot write the averaged model to {args.output_dir}: {error.strerror or error}.") from error
     average_checkpoints(chosen, args.output_dir)
+    for name in stale:
+        Path(output, name).unlink()
+    if stale:
+        print(f"Removed {', '.join(stale)} from {args.output_dir}: they described the model replaced.", file=sys.stderr)
     print(f"Averaged {', '.join(c.name for c in chosen)} into {args.output_dir}")
 
 

@@ -1,0 +1,175 @@
+"""scripts/average_checkpoints.py: it leaves a non-empty --output_dir alone unless --overwrite, skips the checkpoints a
+stopped run left incomplete, and says in one line (exit status 2) what is wrong with a checkpoint it cannot load or a
+folder it cannot write."""
+
+import json
+import os
+import runpy
+import shutil
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE
+from tiny_translation_model import load_script, make_tiny_model_dir
+
+from conftest import REPO
+
+SCRIPT = REPO / "scripts" / "average_checkpoints.py"
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A run folder with three complete checkpoints of one model (other weights in each)."""
+    run = tmp_path_factory.mktemp("average") / "run"
+    for step in (1, 2, 3):
+        make_tiny_model_dir(run / f"checkpoint-{step}", seed=step)
+        (run / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).write_text(json.dumps({"global_step": step}))
+    return run
+
+
+@pytest.fixture
+def run(finished_run, tmp_path):
+    return shutil.copytree(finished_run, tmp_path / "run")
+
+
+def average(*args, monkeypatch, capsys):
+    """Run `python scripts/average_checkpoints.py args` in this process; return (exit status, stdout, stderr)."""
+    monkeypatch.delenv("HF_VANILLA_TRANSFORMER_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", [str(SCRIPT), *map(str, args)])
+    try:
+        runpy.run_path(str(SCRIPT), run_name="__main__")
+        status = 0
+    except SystemExit as exit_info:
+        status = exit_info.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def mean_of(*checkpoints):
+    weights = [load_file(checkpoint / "model.safetensors") for checkpoint in checkpoints]
+    return {name: sum(w[name] for w in weights) / len(weights) for name in weights[0]}
+
+
+def assert_holds(model_dir, expected):
+    saved = load_file(model_dir / "model.safetensors")
+    assert saved and all(torch.allclose(tensor, expected[name], atol=1e-6) for name, tensor in saved.items())
+
+
+def test_help_shows_that_last_defaults_to_5(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("average_checkpoints").main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert exit_info.value.code == 0 and "checkpoints to average (default: 5)" in help_text
+
+
+def test_an_earlier_average_is_replaced_only_with_overwrite(run, tmp_path, monkeypatch, capsys):
+    avg = tmp_path / "avg3"
+    assert average(run, "--last", "3", "--output_dir", avg, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    before = (avg / "model.safetensors").read_bytes()
+
+    status, _, err = average(run, "--last", "2", "--output_dir", avg, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"average_checkpoints.py: error: --output_dir {avg} is not empty (")
+    assert err.endswith(", ...), so it is not overwritten: give a new or empty folder, or pass --overwrite to replace "
+                        "the model there.\n")
+    assert (avg / "model.safetensors").read_bytes() == before
+
+    status, out, _ = average(run, "--last", "2", "--output_dir", avg, "--overwrite", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 0 and "Averaged checkpoint-2, checkpoint-3 into" in out
+    assert_holds(avg, mean_of(run / "checkpoint-2", run / "checkpoint-3"))
+
+
+def test_overwriting_a_finished_run_removes_its_card_and_results(run, tmp_path, monkeypatch, capsys):
+    other = make_tiny_model_dir(tmp_path / "other", seed=9)  # a copy of another finished run's model
+    describing = ["README.md", "all_results.json", "eval_results.json", "generated_predictions.txt"]
+    for name in describing:
+        (other / name).write_text("about the model of seed 9\n")
+
+    status, _, err = average(run, "--last", "3", "--output_dir", other, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "Traceback" not in err
+    assert (f"pass --overwrite to replace the model there and remove {', '.join(sorted(describing))}, which "
+            "describe the model there now.") in err
+    assert all((other / name).exists() for name in describing)
+
+    status, _, err = average(run, "--last", "3", "--output_dir", other, "--overwrite", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 0
+    assert f"Removed {', '.join(sorted(describing))} from {other}: they described the model replaced." in err
+    assert not any((other / name).exists() for name in describing)
+    assert_holds(other, mean_of(*(run / f"checkpoint-{step}" for step in (1, 2, 3))))
+
+
+def test_an_empty_output_folder_is_used(run, tmp_path, monkeypatch, capsys):
+    (tmp_path / "avg").mkdir()
+    status, _, _ = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                           capsys=capsys)
+    assert status == 0 and (tmp_path / "avg" / "model.safetensors").is_file()
+
+
+@pytest.mark.parametrize("left", ["an empty folder", "a model without the marker"])
+def test_incomplete_checkpoints_are_skipped_as_resuming_skips_them(left, run, tmp_path, monkeypatch, capsys):
+    (run / "checkpoint-4").mkdir()  # where the run was stopped while saving
+    if left == "a model without the marker":
+        make_tiny_model_dir(run / "checkpoint-4", seed=4)
+    status, out, err = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                               capsys=capsys)
+    assert status == 0, err
+    assert "Skipping incomplete checkpoints (the run was stopped while saving): checkpoint-4\n" in err
+    assert "Averaged checkpoint-2, checkpoint-3 into" in out
+    assert_holds(tmp_path / "avg", mean_of(run / "checkpoint-2", run / "checkpoint-3"))
+
+
+def no_weights(run):
+    (run / "checkpoint-3" / "model.safetensors").unlink()
+    return "checkpoint-3 has no *.safetensors weights"
+
+
+def empty_folder(run):
+    shutil.rmtree(run / "checkpoint-3")
+    (run / "checkpoint-3").mkdir()
+    return "checkpoint-3 has no config.json"
+
+
+def truncated_weights(step):
+    def damage(run):
+        weights = run / f"checkpoint-{step}" / "model.safetensors"
+        os.truncate(weights, weights.stat().st_size // 2)
+        return f"The weights in {weights} are truncated or corrupt"
+
+    return damage
+
+
+def no_config(run):
+    (run / "checkpoint-3" / "config.json").unlink()
+    return "checkpoint-3 has no config.json"
+
+
+@pytest.mark.parametrize("damage", [no_weights, empty_folder, truncated_weights(3), truncated_weights(2), no_config],
+                         ids=["no weights", "empty folder", "last truncated", "earlier truncated", "no config"])
+def test_a_checkpoint_that_cannot_be_loaded_is_one_message(damage, run, tmp_path, monkeypatch, capsys):
+    for marker in run.glob(f"checkpoint-*/{CHECKPOINT_COMPLETE}"):  # a run that marks no checkpoint complete
+        marker.unlink()
+    expected = damage(run)
+    status, _, err = average(run, "--last", "3", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert expected in err and "move it out of the run's folder to average the others." in err
+    assert not (tmp_path / "avg" / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize("output", ["under a file", "/proc/avg"])
+def test_an_unwritable_output_folder_is_one_message(output, run, tmp_path, monkeypatch, capsys):
+    if output == "under a file":
+        (tmp_path / "file").write_text("")
+        output = tmp_path / "file" / "avg"
+    elif not os.path.isdir("/proc"):
+        pytest.skip("no /proc here")
+    status, _, err = average(run, "--last", "2", "--output_dir", output, monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and err.strip().splitlines() == [
+        f"average_checkpoints.py: error: Cannot write the averaged model to {output}: "
+        f"{'Not a directory' if 'file' in str(output) else 'No such file or directory'}."
+    ]

@@ -8,6 +8,7 @@ matplotlib's object-oriented API, not pyplot: no backend is switched, and PNGs a
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ KINDS = {
     "cross": ("Decoder cross-attention over the source", "target (decoder input)", "source"),
 }
 """kind -> (title, query axis, key axis)."""
+
+MAX_FIGURE_INCHES = 40.0
+"""The longest side of an attention figure (4,400 pixels at the 110 dpi PNGs are saved with)."""
 
 
 @dataclass
@@ -120,7 +124,13 @@ def attention_figure(
     layers = _check_indices(layers, num_layers, "layer")
     heads = _check_indices(heads, num_heads, "head")
 
-    cell = max(2.4, 0.22 * max(len(query_tokens), len(key_tokens)))
+    # 0.22 inch a token, at least 2.4 inches a heatmap, and at most MAX_FIGURE_INCHES a side: a long sentence
+    # labels every `step`-th token instead of making a PNG no viewer opens (a 60-word sentence drew 230 megapixels)
+    longest = max(len(query_tokens), len(key_tokens))
+    cell = min(max(2.4, 0.22 * longest), MAX_FIGURE_INCHES / max(len(heads), len(layers)))
+    step = max(1, math.ceil(0.22 * longest / cell))
+    if step > 1:
+        query_axis, key_axis = (f"{axis} (1 token in {step} labelled)" for axis in (query_axis, key_axis))
     figure = Figure(figsize=(cell * len(heads) + 1.2, cell * len(layers) + 0.9), layout="constrained")
     axes = figure.subplots(len(layers), len(heads), squeeze=False)
     image = None
@@ -129,10 +139,10 @@ def attention_figure(
             ax = axes[row][column]
             image = ax.imshow(weights[layer - 1, head - 1].numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
             ax.set_title(f"layer {layer}/{num_layers}, head {head}/{num_heads}", fontsize=9)
-            ax.set_xticks(range(len(key_tokens)))
-            ax.set_yticks(range(len(query_tokens)))
-            ax.set_xticklabels(key_tokens if row == len(layers) - 1 else [], rotation=90, fontsize=7)
-            ax.set_yticklabels(query_tokens if column == 0 else [], fontsize=7)
+            ax.set_xticks(range(0, len(key_tokens), step))
+            ax.set_yticks(range(0, len(query_tokens), step))
+            ax.set_xticklabels(key_tokens[::step] if row == len(layers) - 1 else [], rotation=90, fontsize=7)
+            ax.set_yticklabels(query_tokens[::step] if column == 0 else [], fontsize=7)
             ax.tick_params(length=0)
         axes[row][0].set_ylabel(query_axis, fontsize=8)
     for column in range(len(heads)):

@@ -22,6 +22,8 @@ FILES = {
     "cross": "cross_attention.png",
 }
 
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".pdf", ".svg"}
+
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
     parser = argparse.ArgumentParser(
@@ -45,11 +47,16 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     args = parser.parse_args(argv)
     if not args.sentence.strip():
         parser.error("The sentence is empty.")
+    if args.target is not None and not args.target.strip():
+        parser.error("--target is empty: give a translation to draw, or leave --target out to draw the model's own.")
     if args.max_positions < 1:
         parser.error(f"--max_positions must be at least 1, got {args.max_positions}.")
     output_dir = Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         parser.error(f"-o {args.output_dir} is a file: give a folder for the PNGs (made if missing).")
+    if not output_dir.exists() and output_dir.suffix.lower() in IMAGE_SUFFIXES:
+        parser.error(f"-o {args.output_dir} looks like a file name, but -o names the folder the {len(FILES) + 1} "
+                     f"PNGs are written into: e.g. -o {output_dir.with_suffix('')}.")
     return args, parser
 
 

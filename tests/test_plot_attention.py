@@ -85,12 +85,34 @@ def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
         (["MODEL", SENTENCE, "--max_positions", "0"], "--max_positions must be at least 1, got 0"),
         (["MODEL", SENTENCE, "-o", "FILE"], "is a file: give a folder for the PNGs"),
         (["MODEL", SENTENCE, "-o", "FILE/plots"], "Cannot write the plots into"),
+        (["MODEL", SENTENCE, "--target", " "], "--target is empty"),
+        (["MODEL", SENTENCE, "-o", "NEW/attention.png"], "looks like a file name, but -o names the folder"),
     ],
 )
 def test_script_errors(model_dir, tmp_path, capsys, args, message):
     (tmp_path / "a_file").write_text("not a folder")
     names = {"MISSING": tmp_path / "missing", "MODEL": model_dir, "FILE": tmp_path / "a_file"}
     args = [str(names[a]) if a in names else a.replace("FILE", str(names["FILE"])) for a in args]
+    args = [a.replace("NEW", str(tmp_path / "new")) for a in args]
     with pytest.raises(SystemExit) as exit_info:
         load_script("plot_attention").main(args if "-o" in args else [*args, "-o", str(tmp_path)])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()  # nothing made for a command refused
+
+
+def test_a_long_sentence_makes_a_picture_of_bounded_size(model_and_tokenizer, tmp_path):
+    """300 source tokens at 0.22 inch each would be a 66-inch heatmap, 8 of them a row: a PNG of hundreds of
+    megapixels that image viewers refuse. The figure stays within MAX_FIGURE_INCHES and labels fewer tokens."""
+    from hf_vanilla_transformer.visualization import MAX_FIGURE_INCHES, attention_figure
+
+    long_sentence = " ".join([SENTENCE] * 40)
+    maps = compute_attention(*model_and_tokenizer, long_sentence, target=SENTENCE)
+    assert len(maps.source_tokens) > 200
+    figure = attention_figure(maps, "encoder")
+    width, height = figure.get_size_inches()
+    assert width <= MAX_FIGURE_INCHES + 2 and height <= MAX_FIGURE_INCHES + 2
+    labels = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    assert 0 < len(labels) < len(maps.source_tokens) / 2
+    assert "labelled" in figure.axes[0].get_ylabel()
+    short = attention_figure(compute_attention(*model_and_tokenizer, SENTENCE), "encoder")
+    assert "labelled" not in short.axes[0].get_ylabel()  # every token of a short sentence keeps its label

@@ -6,6 +6,7 @@
 
 import argparse
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -68,11 +69,17 @@ def main(argv=None):
             f"--output_dir {args.output_dir} is not empty ({shown}), so it is not overwritten: give a new or empty "
             f"folder, or pass --overwrite to replace the model there{removed}."
         )
+    made = not os.path.isdir(output)
     try:
         os.makedirs(output, exist_ok=True)  # before the averaging, which can take minutes
     except OSError as error:
         raise InputError(f"Cannot write the averaged model to {args.output_dir}: {error.strerror or error}.") from error
-    average_checkpoints(chosen, args.output_dir)
+    try:
+        average_checkpoints(chosen, args.output_dir)
+    except BaseException:  # a damaged checkpoint, Ctrl-C: no folder left behind that looks like a model's
+        if made:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
     for name in stale:
         Path(output, name).unlink()
     if stale:

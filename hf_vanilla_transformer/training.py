@@ -764,6 +764,10 @@ def main(argv: list[str] | None = None) -> dict:
         print_exact_match(all_metrics)
         if signatures:
             print("sacreBLEU signatures: BLEU {bleu}, chrF {chrf}".format(**signatures))
+        if training_args.do_train:
+            print(f"\nThe run's model, tokenizer and model card are in {output_dir}: translate with python "
+                  f"scripts/translate.py {output_dir}, or load it with "
+                  f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}).")
         if push_to_hub:
             try:
                 commit = push_from_training_args(training_args)

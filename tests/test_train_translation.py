@@ -70,6 +70,8 @@ def test_builtin_run_writes_everything(builtin_run):
     assert (out / "training_curves.png").stat().st_size > 10_000
     assert "Sample translations (de -> en)" in log and "hypothesis:" in log
     assert "eval_bleu" in log  # the Trainer's metric tables
+    assert f"The run's model, tokenizer and model card are in {out}: translate with python scripts/translate.py " \
+           f"{out}, or load it with AutoModelForSeq2SeqLM.from_pretrained('{out}')." in log  # where it all went
     model = AutoModelForSeq2SeqLM.from_pretrained(out)
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert type(model).__name__ == "VanillaTransformerForConditionalGeneration"
@@ -198,6 +200,7 @@ def test_a_model_is_evaluated_without_training(builtin_run, tmp_path, capsys):
     assert len((out / "generated_predictions.txt").read_text().splitlines()) == 16
     assert not (out / "model.safetensors").exists() and not (out / "README.md").exists()
     assert "Sample translations (de -> en)" in log and "***** train metrics *****" not in log
+    assert "The run's model" not in log  # no model was saved
 
 
 def test_token_batching_bounds_every_batch(builtin_run):

@@ -301,6 +301,7 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
         datasets[split] = dataset = _without_pairs_lacking_text(dataset, split, args.source_lang, args.target_lang)
         if len(dataset) == 0:
             raise InputError(f"The {split} split has no sentence pairs: give it data, or leave the split out.")
+        _warn_if_sides_are_the_same(dataset, split, args.source_lang, args.target_lang)
     return datasets
 
 
@@ -462,6 +463,19 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
         "side is missing or empty."
     )
     return kept
+
+
+def _warn_if_sides_are_the_same(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> None:
+    """Warn when most of the split's first 1,000 pairs have the same text on both sides: one file or column given
+    for both languages, a user's slip that would otherwise train a model to copy its input without a word said."""
+    pairs = dataset[:1000]["translation"]
+    same = sum(pair[source_lang].strip() == pair[target_lang].strip() for pair in pairs)
+    if same > len(pairs) / 2:
+        logger.warning(
+            f"{same} of the first {len(pairs)} {split} pairs have the same {source_lang} and {target_lang} text: "
+            "check that the two languages do not come from one file or column (a model trained on them learns to "
+            "copy its input)."
+        )
 
 
 def _check_translation_column(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> None:

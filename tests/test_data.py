@@ -136,6 +136,22 @@ def test_load_translation_datasets_from_prefixes(tmp_path):
     assert pairs(datasets["validation"]) == list(zip(GERMAN, ENGLISH))
 
 
+def test_the_same_text_on_both_sides_is_warned_about(tmp_path, caplog):
+    """train.en copied over train.de (or one CSV column named twice) would train a model to copy, silently."""
+    write_lines(tmp_path / "train.de", ENGLISH)
+    write_lines(tmp_path / "train.en", ENGLISH)
+    write_lines(tmp_path / "val.de", GERMAN)
+    write_lines(tmp_path / "val.en", ENGLISH)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_prefix=str(tmp_path / "train"),
+                                    validation_prefix=str(tmp_path / "val"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        load_translation_datasets(args)
+    warnings = [message for message in caplog.messages if "have the same de and en text" in message]
+    assert warnings == [f"{len(ENGLISH)} of the first {len(ENGLISH)} train pairs have the same de and en text: "
+                        "check that the two languages do not come from one file or column (a model trained on "
+                        "them learns to copy its input)."]  # the validation split, a real translation, is not named
+
+
 def test_load_translation_datasets_from_json_lines(tmp_path):
     rows = [{"translation": {"en": en, "de": de}} for de, en in zip(GERMAN, ENGLISH)]
     for split in ("train", "test"):

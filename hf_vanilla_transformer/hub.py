@@ -183,13 +183,19 @@ def check_model_dir(model_dir: str | os.PathLike) -> Path:
     return model_dir
 
 
-def model_location(name_or_path: str) -> str:
+def model_location(name_or_path: str, revision: str | None = None) -> str:
     """`name_or_path` if it is a saved model folder or could be a Hub repo id; MissingFileError (a FileNotFoundError)
-    with a clear message for a missing folder, a folder that is not a saved model, or a file."""
+    with a clear message for a missing folder, a folder that is not a saved model, or a file, and InputError for a
+    `revision` (a version of a Hub repo) asked of a folder here, which transformers would ignore without a word."""
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise MissingFileError(f"{name_or_path} is a directory but not a saved model: it has no config.json.")
+        if revision is not None:
+            raise InputError(
+                f"--revision {revision} picks a version of a Hub repo, but {name_or_path} is a folder here, which "
+                "has one version: leave --revision out (or, for the Hub repo of that id, run from another folder)."
+            )
         return str(path)
     if path.exists():
         raise MissingFileError(f"{name_or_path} is a file: give the directory the model was saved to.")

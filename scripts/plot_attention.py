@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
 
     try:
-        location = model_location(args.model)
+        location = model_location(args.model, args.revision)
         with loading_from(args.model):
             tokenizer = load_tokenizer(location, revision=args.revision)
             model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")

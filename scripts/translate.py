@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     from hf_vanilla_transformer.tokenization import load_tokenizer
 
     try:
-        model = model_location(args.model)
+        model = model_location(args.model, args.revision)
         if args.device is not None:
             usable_device(args.device)  # here, not when parsing: a GPU command line parses on any machine
     except (FileNotFoundError, InputError) as error:

@@ -86,6 +86,7 @@ def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
         (["MODEL", SENTENCE, "-o", "FILE"], "is a file: give a folder for the PNGs"),
         (["MODEL", SENTENCE, "-o", "FILE/plots"], "Cannot write the plots into"),
         (["MODEL", SENTENCE, "--target", " "], "--target is empty"),
+        (["MODEL", SENTENCE, "--revision", "v1"], "but MODEL is a folder here, which has one version"),
         (["MODEL", SENTENCE, "-o", "NEW/attention.png"], "looks like a file name, but -o names the folder"),
     ],
 )
@@ -96,7 +97,7 @@ def test_script_errors(model_dir, tmp_path, capsys, args, message):
     args = [a.replace("NEW", str(tmp_path / "new")) for a in args]
     with pytest.raises(SystemExit) as exit_info:
         load_script("plot_attention").main(args if "-o" in args else [*args, "-o", str(tmp_path)])
-    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert exit_info.value.code == 2 and message.replace("MODEL", str(model_dir)) in capsys.readouterr().err
     assert not (tmp_path / "new").exists()  # nothing made for a command refused
 
 

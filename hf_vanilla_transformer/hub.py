@@ -6,18 +6,25 @@ stored. `HF_ENDPOINT` points everything at another Hub-compatible server.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import os
 import re
+import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
-from huggingface_hub import CommitInfo, HfApi
+from huggingface_hub import CommitInfo, HfApi, constants
 
 from .errors import USER_ERRORS, InputError, MissingFileError
 from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, update_model_card
 from .pipeline_translation import save_translation_pipeline
+
+logger = logging.getLogger(__name__)
 
 # The Trainer's state for resuming a run, in a checkpoint and (the last two) in a run's folder: pickles most of them,
 # the optimizer's twice the model's size; and this package's complete-checkpoint mark (trainer.CHECKPOINT_COMPLETE).
@@ -211,11 +218,38 @@ def model_location(name_or_path: str, revision: str | None = None) -> str:
     return name_or_path
 
 
+@functools.cache
+def hub_unreachable() -> bool:
+    """Whether the Hub's host (`HF_ENDPOINT`'s) has no address from here: no network, or no name service. Looked up
+    once a process; the lookup fails at once where there is no network."""
+    try:
+        socket.getaddrinfo(urlparse(constants.ENDPOINT).hostname, 443)
+    except OSError:
+        return True
+    return False
+
+
+def use_the_cache_if_the_hub_is_unreachable(name: str | os.PathLike) -> None:
+    """Before loading `name` from the Hub: if the Hub cannot be reached, load from the local Hub cache only, as
+    `HF_HUB_OFFLINE=1` does, with a warning. Otherwise huggingface_hub retries every file five times, for about 25
+    seconds each (a model and its tokenizer: a minute), before it looks in the cache or says it cannot connect."""
+    if constants.HF_HUB_OFFLINE or Path(name).expanduser().exists() or not hub_unreachable():
+        return
+    logger.warning("%s cannot be reached from here: looking for %s in the local Hub cache only (as HF_HUB_OFFLINE=1).",
+                   urlparse(constants.ENDPOINT).hostname, name)
+    os.environ["HF_HUB_OFFLINE"] = "1"  # for processes started from this one
+    constants.HF_HUB_OFFLINE = True  # read at each call by huggingface_hub and transformers
+    if "datasets" in sys.modules:  # datasets copies it when imported
+        sys.modules["datasets"].config.HF_HUB_OFFLINE = True
+
+
 @contextmanager
 def loading_from(name_or_path: str | os.PathLike, what: str = "a model") -> Iterator[None]:
     """Around loading `what` from `name_or_path` with transformers: its OSError or ValueError becomes an InputError
     that says why, and, for a name that is no folder here (so transformers took it for a Hub repo id), that both
-    were tried; a transformers message of many lines is cut to its first."""
+    were tried; a transformers message of many lines is cut to its first. A name that is no folder here is looked
+    for in the local Hub cache only when the Hub cannot be reached (`use_the_cache_if_the_hub_is_unreachable`)."""
+    use_the_cache_if_the_hub_is_unreachable(name_or_path)
     try:
         yield
     except USER_ERRORS:

@@ -58,3 +58,44 @@ def test_good_checkpoint_still_loads(saved):
     model = AutoModelForSeq2SeqLM.from_pretrained(saved)
     assert isinstance(model, VanillaTransformerForConditionalGeneration)
     assert torch.equal(model.lm_head.weight, model.model.shared.weight)
+
+
+def test_a_hub_id_without_a_network_looks_in_the_cache_at_once(saved, monkeypatch, caplog):
+    """Offline, huggingface_hub tries each file six times over ~25 s before it looks in its cache: a model and its
+    tokenizer were a minute's wait for a mistyped folder. Where the Hub's host has no address, the cache is used
+    at once, as with HF_HUB_OFFLINE=1, and the error still says both were tried."""
+    import socket
+    from urllib.parse import urlparse
+
+    import datasets
+    from huggingface_hub import constants
+    from transformers import AutoConfig
+
+    from hf_vanilla_transformer import hub
+    from hf_vanilla_transformer.errors import InputError
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # as on a user's machine (conftest sets it for tests)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    lookups = []
+
+    def no_network(host, *args, **kwargs):
+        lookups.append(host)
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    hub.hub_unreachable.cache_clear()
+    try:
+        with hub.loading_from(saved):  # a folder here: no lookup, nothing switched
+            AutoConfig.from_pretrained(saved)
+        assert lookups == [] and constants.HF_HUB_OFFLINE is False
+        with pytest.raises(InputError, match="there is no such folder here, and as a Hub repo id: .*cached files"):
+            with hub.loading_from("no-such-user/no-such-model"):
+                AutoConfig.from_pretrained("no-such-user/no-such-model")
+    finally:
+        hub.hub_unreachable.cache_clear()
+    host = urlparse(constants.ENDPOINT).hostname
+    assert lookups == [host]  # one look, no retries of requests
+    assert constants.HF_HUB_OFFLINE is True and datasets.config.HF_HUB_OFFLINE is True
+    assert any(f"{host} cannot be reached from here: looking for no-such-user/no-such-model in the local Hub cache "
+               "only" in message for message in caplog.messages)

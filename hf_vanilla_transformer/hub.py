@@ -218,12 +218,17 @@ def model_location(name_or_path: str, revision: str | None = None) -> str:
     return name_or_path
 
 
+def hub_host() -> str:
+    """The Hub's host name: huggingface.co, or `HF_ENDPOINT`'s."""
+    return urlparse(constants.ENDPOINT).hostname
+
+
 @functools.cache
 def hub_unreachable() -> bool:
-    """Whether the Hub's host (`HF_ENDPOINT`'s) has no address from here: no network, or no name service. Looked up
-    once a process; the lookup fails at once where there is no network."""
+    """Whether the Hub's host has no address from here: no network, or no name service. Looked up once a process;
+    the lookup fails at once where there is no network."""
     try:
-        socket.getaddrinfo(urlparse(constants.ENDPOINT).hostname, 443)
+        socket.getaddrinfo(hub_host(), 443)
     except OSError:
         return True
     return False
@@ -236,7 +241,7 @@ def use_the_cache_if_the_hub_is_unreachable(name: str | os.PathLike) -> None:
     if constants.HF_HUB_OFFLINE or Path(name).expanduser().exists() or not hub_unreachable():
         return
     logger.warning("%s cannot be reached from here: looking for %s in the local Hub cache only (as HF_HUB_OFFLINE=1).",
-                   urlparse(constants.ENDPOINT).hostname, name)
+                   hub_host(), name)
     os.environ["HF_HUB_OFFLINE"] = "1"  # for processes started from this one
     constants.HF_HUB_OFFLINE = True  # read at each call by huggingface_hub and transformers
     if "datasets" in sys.modules:  # datasets copies it when imported

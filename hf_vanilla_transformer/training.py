@@ -44,7 +44,15 @@ from .data import (
 )
 from .distributed import check_replicas_agree, fsdp_requested
 from .errors import InputError, one_line_errors
-from .hub import check_push_target, hub_error_message, loading_from, model_location, push_from_training_args
+from .hub import (
+    check_push_target,
+    hub_error_message,
+    hub_host,
+    hub_unreachable,
+    loading_from,
+    model_location,
+    push_from_training_args,
+)
 from .metrics import make_compute_metrics, sacrebleu_signatures
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -541,6 +549,13 @@ def check_push_flags(training_args) -> None:
         check_push_target(repo_id, training_args.hub_token)
     except InputError as error:
         raise InputError(f"--push_to_hub: {str(error).replace('the token flag', '--hub_token')}") from None
+    if hub_unreachable():  # a name lookup, no request: the push at the end would fail after all the training
+        raise InputError(
+            f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no "
+            "network or no name service), so the run could not be pushed at its end: train without --push_to_hub "
+            f"and push the saved run later, from a machine that reaches the Hub: python scripts/push_to_hub.py "
+            f"{training_args.output_dir} {repo_id}"
+        )
 
 
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:

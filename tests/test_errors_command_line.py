@@ -496,6 +496,34 @@ def test_training_script_checks_its_push_before_training(tmp_path, monkeypatch, 
     assert status == 2 and "'my run' is not a Hub repository id" in err
 
 
+def test_training_script_with_a_push_and_no_network_stops_before_training(tmp_path, monkeypatch, capsys):
+    """The push at the end would fail after all the training (the built-in run: minutes; a real one: days)."""
+    import socket
+
+    from huggingface_hub import constants
+
+    from hf_vanilla_transformer import hub
+
+    def no_network(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the tests' conftest sets it
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    hub.hub_unreachable.cache_clear()
+    try:
+        status, err = run_script("train_translation", "--output_dir", tmp_path / "out", "--push_to_hub",
+                                 "--hub_model_id", "me/numbers", monkeypatch=monkeypatch, capsys=capsys)
+    finally:
+        hub.hub_unreachable.cache_clear()
+    assert status == 2 and err.strip().splitlines()[-1] == (
+        f"train_translation.py: error: --push_to_hub: the Hub ({hub.hub_host()}) cannot be reached from here (no "
+        "network or no name service), so the run could not be pushed at its end: train without --push_to_hub and "
+        f"push the saved run later, from a machine that reaches the Hub: python scripts/push_to_hub.py {tmp_path / 'out'} "
+        "me/numbers")
+    assert not (tmp_path / "out").exists()  # before any work
+
+
 def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_path, monkeypatch, capsys, caplog):
     """A checkpoint of another size was a 55-line size-mismatch traceback from torch; one past --max_steps trained a
     step more than asked. Both are one message now."""

@@ -139,9 +139,10 @@ class PrepackedLinear(nn.Linear):
         return FP32_GEMM
 
     def _weight_identity(self) -> tuple:
-        """The weight's and bias's storage and version: what an in-place change or a new tensor changes."""
+        """The weight's and bias's storage, version and shape: what an in-place change or a new tensor changes (a
+        smaller new weight, `resize_token_embeddings`'s, may start where the old one did, at the same version)."""
         tensors = (self.weight,) if self.bias is None else (self.weight, self.bias)
-        return tuple((t.data_ptr(), t._version) for t in tensors)
+        return tuple((t.data_ptr(), t._version, t.shape) for t in tensors)
 
     def _packed_weight(self, gemm: PackedGemm, rows: int):
         key = (gemm.name, rows if gemm.per_row_count else None, *self._weight_identity())

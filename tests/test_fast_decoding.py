@@ -146,6 +146,17 @@ def test_a_packed_weight_follows_the_weight_and_the_row_count(gemm, monkeypatch)
         torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
         linear.weight = torch.nn.Parameter(torch.randn(24, 16))  # so is a new tensor
         torch.testing.assert_close(linear(x), F.linear(x, linear.weight, linear.bias))
+        # a smaller new weight where the old one was, at the same version (as resize_token_embeddings' can be, for
+        # the output projection, which has no bias)
+        projection = PrepackedLinear(16, 24, bias=False).eval()
+        projection(x)
+        packed_version = projection.weight._version
+        projection.weight = torch.nn.Parameter(projection.weight.data[:20])
+        while projection.weight._version < packed_version:
+            projection.weight.add_(0.0)
+        assert projection.weight.data_ptr() == projection._packed[0][2][0]
+        projection.forget_packed_if_edited()  # the model's check before new input: no stale sample positions
+        torch.testing.assert_close(projection(x), F.linear(x, projection.weight))
 
 
 @pytest.mark.parametrize("gemm", GEMMS)

@@ -73,6 +73,8 @@ def check_ids_shape(name: str, ids) -> None:
         raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}{hint}.")
     if ids.shape[1] == 0:
         raise ValueError(f"`{name}` is empty (length 0): every sequence needs at least one token.")
+    if ids.shape[0] == 0:
+        raise ValueError(f"`{name}` is an empty batch (0 sequences): give at least one sentence.")
 
 
 def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
@@ -103,9 +105,15 @@ def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
     if not on_host(labels):
         torch._assert_async(valid.all(), f"`labels` must be token ids in [0, {vocab_size - 1}] or -100")
     elif not valid.all():
+        bad = labels[~valid].unique()
+        hint = (  # a tokenizer larger than the model's vocabulary: a first model built by hand
+            f"ids of {vocab_size} and above come from a tokenizer larger than the model's vocabulary: build the "
+            "model with vocab_size=len(tokenizer), or encode the targets with this model's tokenizer"
+            if (bad >= vocab_size).any() else "pad labels with -100 (as DataCollatorForSeq2Seq does), not another value"
+        )
         raise ValueError(
-            f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values "
-            f"{labels[~valid].unique()[:5].tolist()}."
+            f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values {bad[:5].tolist()}: "
+            f"{hint}."
         )
 
 
@@ -608,7 +616,9 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError(
                 "The decoder needs its inputs: pass `decoder_input_ids` (the target shifted right, starting with "
-                "`config.decoder_start_token_id`) or `labels` to VanillaTransformerForConditionalGeneration."
+                "`config.decoder_start_token_id`) or `labels` to VanillaTransformerForConditionalGeneration. (With "
+                "label smoothing, Seq2SeqTrainer takes `labels` out of the batch before the forward: collate with "
+                "DataCollatorForSeq2Seq(tokenizer, model=model), which adds the `decoder_input_ids`.)"
             )
         decoder_outputs = self.decoder(
             input_ids=decoder_input_ids,

@@ -32,8 +32,13 @@ TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
         (dict(input_ids=IDS, attention_mask=MASK[:, :3], labels=TARGET), r"`attention_mask` has shape \(2, 3\).*\(2, 4\)"),
         (dict(input_ids=IDS, attention_mask=MASK[:1], labels=TARGET), r"`attention_mask` has shape \(1, 4\)"),
         (dict(input_ids=IDS, decoder_input_ids=TARGET, decoder_attention_mask=MASK), r"decoder_attention_mask.*\(2, 3\)"),
-        (dict(input_ids=IDS), r"decoder needs its inputs.*decoder_input_ids.*labels"),
-        (dict(input_ids=IDS, labels=TARGET + 200), r"`labels` must be token ids in \[0, 98\] or -100"),
+        (dict(input_ids=IDS), r"decoder needs its inputs.*decoder_input_ids.*labels.*DataCollatorForSeq2Seq\(tokenizer, "
+         r"model=model\)"),
+        (dict(input_ids=IDS, labels=TARGET + 200), r"`labels` must be token ids in \[0, 98\] or -100 \(ignored\); "
+         r"got values \[200, 202, 210, 211, 212\]: ids of 99 and above come from a tokenizer larger than the model's "
+         r"vocabulary: build the model with vocab_size=len\(tokenizer\)"),
+        (dict(input_ids=IDS, labels=TARGET.masked_fill(TARGET == 0, -1)), r"got values \[-1\]: pad labels with -100"),
+        (dict(input_ids=IDS[:0], labels=TARGET[:0]), r"`input_ids` is an empty batch \(0 sequences\)"),
         (dict(input_ids=IDS, decoder_input_ids=TARGET, labels=TARGET[:, :2]), r"`labels` has shape \(2, 2\)"),
         (dict(input_ids=IDS, decoder_input_ids=TARGET[:1]), r"batch size 1 but `encoder_hidden_states` 2"),
         (dict(inputs_embeds=torch.zeros(2, 4, 7), labels=TARGET), r"d_model=32.*\(2, 4, 7\)"),
@@ -61,6 +66,8 @@ def test_generate_checks_its_inputs_too(model):
         model.generate(input_ids=IDS.tolist(), attention_mask=MASK.tolist())
     with pytest.raises(ValueError, match="`attention_mask` must be a torch tensor, got a numpy.ndarray"):
         model.generate(input_ids=IDS, attention_mask=MASK.numpy())
+    with pytest.raises(ValueError, match=r"`input_ids` is an empty batch"):  # not a ZeroDivisionError
+        model.generate(IDS[:0], max_new_tokens=3)
     with pytest.raises(ValueError, match=r"`num_beams` must be at least 1 \(1: greedy search\), got 0"):
         model.generate(IDS, num_beams=0)  # transformers' own: ZeroDivisionError
 

@@ -7,6 +7,7 @@ encoding at the cached offset -> N decoder layers (masked self-attention, cross-
 feed-forward) -> pre-softmax projection tied to the embedding -> logits.
 """
 
+import copy
 import math
 from collections.abc import Callable
 
@@ -699,7 +700,11 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             if source_length is not None:  # and room for a minimum length asked for (min_length counts the start)
                 least = max(kwargs.get("min_new_tokens", config.min_new_tokens) or 0,
                             (kwargs.get("min_length", config.min_length) or 0) - 1)
-                kwargs["max_new_tokens"] = max(source_length + 50, least)
+                if generation_config is None:
+                    kwargs["max_new_tokens"] = max(source_length + 50, least)
+                else:  # the caller's config, copied: with it, a length in kwargs is a deprecation warning
+                    generation_config = copy.deepcopy(generation_config)
+                    generation_config.max_new_tokens = max(source_length + 50, least)
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
             mask = self._padding_mask_of(source, config)
             if mask is not None:
@@ -707,7 +712,22 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         if source is not None and not on_host(source) and not source.is_floating_point() and source.numel():
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
-        return super().generate(inputs, generation_config=generation_config, **kwargs)
+        output = super().generate(inputs, generation_config=generation_config, **kwargs)
+        self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, config)
+        return output
+
+    def _pad_after_the_end(self, sequences: torch.Tensor, config) -> None:
+        """Make every token after a translation's end token `pad_token_id`, in place. Beam search (transformers 5.23)
+        fills the rest of its shorter outputs with `pad_token_id or eos_token_id`, so with pad id 0 (this package's
+        tokenizer's) with end tokens, where greedy search pads; the tokens of a finished translation that are not
+        padding then count as generated (as `np.count_nonzero(preds != pad)` counts a length)."""
+        pad = config.pad_token_id if config.pad_token_id is not None else self.config.pad_token_id
+        eos = config.eos_token_id if config.eos_token_id is not None else self.config.eos_token_id
+        if pad != 0 or eos is None or sequences.dim() != 2 or sequences.shape[1] < 3:
+            return  # transformers fills with pad_token_id where it is not 0
+        generated = sequences[:, 1:]  # after the start token, which may be the end token too
+        ends = torch.isin(generated, torch.tensor(eos, device=generated.device))
+        generated.masked_fill_(ends.cumsum(1) - ends.long() > 0, pad)  # strictly after the first end
 
     def _get_stopping_criteria(self, *args, **kwargs):
         """GenerationMixin's, without the warning that an output past `max_position_embeddings` may fail: the

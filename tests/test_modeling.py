@@ -302,6 +302,22 @@ def test_default_length_limit_is_source_length_plus_50(batch):
     assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
 
 
+def test_the_length_limit_holds_for_a_given_generation_config_without_a_warning(batch, monkeypatch):
+    """generate(generation_config=GenerationConfig(...)) gets source length + 50 too, on a copy of the config (a
+    length added to the call's arguments beside it was transformers' deprecation warning)."""
+    import transformers.generation.utils
+    from transformers import GenerationConfig
+
+    warnings = []
+    monkeypatch.setattr(transformers.generation.utils.logger, "warning_once", warnings.append)
+    model = make_model()
+    config = GenerationConfig(num_beams=1, eos_token_id=None)  # never stop early
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], generation_config=config)
+    assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
+    assert config.max_new_tokens is None  # the caller's config is as it was
+    assert not [message for message in warnings if "generation_config" in message], warnings
+
+
 @pytest.mark.parametrize("minimum", [dict(min_new_tokens=80), dict(min_length=81)])
 def test_a_minimum_length_beyond_the_default_limit_is_met(batch, minimum, recwarn):
     """A minimum longer than source length + 50, with no maximum given: the default limit makes room for it

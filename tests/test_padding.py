@@ -74,3 +74,36 @@ def test_left_padded_decoder_inputs_with_their_mask(model):
         decoder_attention_mask=torch.tensor([[0, 0, 1, 1, 1, 1]]),
     ).logits
     torch.testing.assert_close(padded[:, 2:], plain, atol=1e-5, rtol=1e-5)
+
+
+class EndFirstSentenceAt(torch.nn.Module):
+    """A logits processor that ends the first sentence's beams with the end token at decoder length `length`."""
+
+    def __init__(self, beams: int, length: int, eos: int):
+        super().__init__()
+        self.beams, self.length, self.eos = beams, length, eos
+
+    def __call__(self, input_ids, scores):
+        if input_ids.shape[1] == self.length:
+            scores[: self.beams] = float("-inf")
+            scores[: self.beams, self.eos] = 0.0
+        return scores
+
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+def test_a_translation_that_ends_early_is_padded_with_the_pad_token(model, num_beams):
+    """transformers' beam search fills shorter outputs with `pad_token_id or eos_token_id`: with pad id 0 that was
+    the end token, over and over, where greedy search pads (a course's `np.count_nonzero(preds != pad)` then counted
+    a finished translation as long as the longest)."""
+    from transformers import LogitsProcessorList
+
+    ids, mask = pad(SOURCES[:2], "right")
+    eos, pad_id = model.config.eos_token_id, model.config.pad_token_id
+    sequences = model.generate(
+        ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=8, min_new_tokens=1,
+        logits_processor=LogitsProcessorList([EndFirstSentenceAt(num_beams, 3, eos)]),
+        return_dict_in_generate=True,  # the output's `sequences` as well as a plain tensor
+    ).sequences
+    assert sequences[0, 3].item() == eos and sequences.shape[1] > 5
+    assert sequences[0, 4:].tolist() == [pad_id] * (sequences.shape[1] - 4)
+    assert pad_id not in sequences[1].tolist()  # the longer one is not cut or padded

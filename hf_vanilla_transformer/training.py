@@ -806,11 +806,15 @@ def train(trainer, resume_from: str | None) -> dict:
         train_result = trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on
         last = last_complete_checkpoint(trainer.args.output_dir)
-        raise KeyboardInterrupt(
-            f"the last complete checkpoint is {last}; continue the run with the same command plus "
-            "--resume_from_checkpoint true." if last else
-            "no checkpoint was saved yet (--save_strategy, --save_steps say when one is), so nothing is kept."
-        ) from None
+        if last is None:
+            message = "no checkpoint was saved yet (--save_strategy, --save_steps say when one is), so nothing is kept."
+        elif holds_weights_only(last):
+            message = (f"the last complete checkpoint is {last}, weights only (--save_only_model), which cannot be "
+                       f"resumed: fine-tune from it with --model_name_or_path {last}.")
+        else:
+            message = (f"the last complete checkpoint is {last}; continue the run with the same command plus "
+                       "--resume_from_checkpoint true.")
+        raise KeyboardInterrupt(message) from None
     check_replicas_agree(trainer)
     metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
     if trainer.args.average_last_checkpoints:
@@ -933,6 +937,7 @@ def resume_checkpoint(training_args) -> str | None:
             raise InputError(
                 f"--resume_from_checkpoint true, but {training_args.output_dir} has no complete checkpoint-*."
             )
+        check_not_weights_only(last)
         return str(last)
     if not Path(resume).is_dir():
         raise InputError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
@@ -941,7 +946,27 @@ def resume_checkpoint(training_args) -> str | None:
             f"{resume} is incomplete: the run was stopped while writing it. Resume from an earlier checkpoint, or "
             "pass `--resume_from_checkpoint true` to pick the last complete one."
         )
+    check_not_weights_only(resume)
     return resume
+
+
+def holds_weights_only(checkpoint: str | Path) -> bool:
+    """Whether `checkpoint` was saved with --save_only_model: no optimizer state and no learning-rate schedule (the
+    Trainer writes scheduler.pt in every other case, and optimizer.pt, optimizer.bin or a sharded optimizer_*)."""
+    folder = Path(checkpoint)
+    return not (folder / "scheduler.pt").exists() and not any(folder.glob("optimizer*"))
+
+
+def check_not_weights_only(checkpoint: str | Path) -> None:
+    """Resuming from weights alone would start Adam's moments and the warmup again, silently: a run that does not end
+    as the uninterrupted one would."""
+    if holds_weights_only(checkpoint):
+        raise InputError(
+            f"{checkpoint} holds the weights only (--save_only_model): without the optimizer's state and the "
+            "learning-rate schedule a resumed run would start its warmup again. Fine-tune from it into a new folder "
+            f"instead (--model_name_or_path {checkpoint}), or train without --save_only_model for checkpoints that "
+            "can be resumed."
+        )
 
 
 RESUMED_SHAPE = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",

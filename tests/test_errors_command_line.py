@@ -545,3 +545,41 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
     caplog.clear()
     main([*map(str, run), "--max_steps", "6", *resume])  # resuming as the run started: no warning about tied names
     assert (tmp_path / "run" / "checkpoint-6").is_dir() and "missing keys" not in caplog.text
+
+
+def test_resuming_from_weights_only_checkpoints_is_refused(tmp_path, monkeypatch, capsys):
+    """--save_only_model checkpoints lack the optimizer and the schedule: resuming from one restarted the warmup
+    without a word (the learning rate fell to 0 mid-run). Ctrl-C in such a run says how to go on instead."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+    from hf_vanilla_transformer.training import main
+
+    run = ["--output_dir", tmp_path / "run", "--number_words_train_size", "64", "--number_words_eval_size", "4",
+           "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32", "--save_strategy", "steps",
+           "--save_steps", "2", "--disable_tqdm", "true", "--do_eval", "false", "--do_predict", "false",
+           "--do_train", "--average_last_checkpoints", "0", "--save_only_model", "true"]
+    main([*map(str, run), "--max_steps", "4"])
+    last = tmp_path / "run" / "checkpoint-4"
+    for resume in ("true", str(last)):
+        status, err = run_script("train_translation", *run, "--max_steps", "8", "--resume_from_checkpoint", resume,
+                                 "--overwrite_output_dir", "false", monkeypatch=monkeypatch, capsys=capsys)
+        assert status == 2 and err.strip().splitlines() == [
+            f"train_translation.py: error: {last} holds the weights only (--save_only_model): without the optimizer's "
+            "state and the learning-rate schedule a resumed run would start its warmup again. Fine-tune from it into "
+            f"a new folder instead (--model_name_or_path {last}), or train without --save_only_model for checkpoints "
+            "that can be resumed."]
+
+    step = TokenBatchingSeq2SeqTrainer.training_step
+
+    def interrupted_at_step_3(self, *args, **kwargs):
+        if self.state.global_step == 3:
+            raise KeyboardInterrupt
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", interrupted_at_step_3)
+    other = tmp_path / "other"
+    status, err = run_script("train_translation", *run[2:], "--output_dir", other, "--max_steps", "8",
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 130 and err.strip().splitlines()[-1] == (
+        f"train_translation.py: interrupted: the last complete checkpoint is {other / 'checkpoint-2'}, weights only "
+        f"(--save_only_model), which cannot be resumed: fine-tune from it with --model_name_or_path "
+        f"{other / 'checkpoint-2'}.")

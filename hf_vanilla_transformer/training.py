@@ -26,6 +26,8 @@ from transformers import (
     AutoModelForSeq2SeqLM,
     DataCollatorForSeq2Seq,
     HfArgumentParser,
+    Seq2SeqTrainer,
+    get_scheduler,
     set_seed,
 )
 from transformers.hf_argparser import string_to_bool
@@ -36,6 +38,7 @@ from .batching import BucketPaddingCollator
 from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
 from .checkpoint_averaging import load_averaged_weights
 from .data import (
+    NUMBER_MAGNITUDES,
     TranslationDataArguments,
     check_languages_given,
     check_token_ids_fit,
@@ -181,7 +184,16 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     phases = chosen_phases(given_phases)
     defaults = recipe_defaults(given)
     if not phases["do_eval"]:
+        if given_phases.get("do_eval") is False and given_values(argv, "eval_strategy").get("eval_strategy",
+                                                                                          "no") != "no":
+            raise InputError("--do_eval false leaves out evaluation, but --eval_strategy asks for it during training: "
+                             "give one of the two.")
         defaults["eval_strategy"] = "no"
+    if "load_best_model_at_end" in given and "save_strategy" not in given:  # it needs a checkpoint at each evaluation
+        values = given_values(argv, "eval_strategy", "eval_steps")
+        defaults["save_strategy"] = values.get("eval_strategy", defaults["eval_strategy"])
+        if "eval_steps" in values and "save_steps" not in given:
+            defaults["save_steps"] = values["eval_steps"]
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = one_line_errors(HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments)))
     if {"-h", "--help"} & set(argv):
@@ -205,11 +217,71 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
     if "learning_rate" not in given and "learning_rate" not in defaults:
-        training_args.learning_rate = d_model**-0.5 * max(training_args.warmup_steps, 1) ** -0.5
+        training_args.learning_rate = d_model**-0.5 * max(default_rate_warmup_steps(training_args), 1) ** -0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
+    check_best_model_flags(training_args, data_args)
+    for name, why in IGNORED_FLAGS.items():
+        if name in given and (name != "train_sampling_strategy" or training_args.max_tokens_per_batch):
+            logger.warning("--%s has no effect here: %s", name, why)
     return model_args, data_args, training_args
+
+
+IGNORED_FLAGS = {
+    "hub_strategy": "the script pushes the run once, at its end, with its model card",
+    "train_sampling_strategy": "--max_tokens_per_batch draws length-bucketed batches of its own",
+}
+"""Trainer flags that this script's run does not use, with the reason a warning gives."""
+
+
+def given_values(argv: list[str], *names: str) -> dict[str, str]:
+    """The values of the flags `names` in `argv` (either spelling), before the main parser: what other defaults
+    depend on."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for name in names:
+        parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", dest=name)
+    try:
+        values, _ = parser.parse_known_args(argv)
+    except argparse.ArgumentError:
+        return {}
+    return {name: value for name, value in vars(values).items() if value is not None}
+
+
+def check_best_model_flags(training_args, data_args) -> None:
+    """--load_best_model_at_end and --metric_for_best_model: a metric that evaluation reports (the Trainer looks it
+    up only after the first evaluation, with a KeyError), and no checkpoint averaging, which would replace the best
+    model without a word."""
+    metric = training_args.metric_for_best_model
+    if metric is not None and training_args.eval_strategy != IntervalStrategy.NO:
+        known = ["loss", "bleu", "chrf", "gen_len"]
+        if data_args.builtin_dataset:
+            known += ["exact_match"] + [f"exact_match_{group}" for group in NUMBER_MAGNITUDES]
+        if metric.removeprefix("eval_") not in known:
+            raise InputError(
+                f"--metric_for_best_model {metric}: evaluation reports {', '.join(known)} (with or without eval_); "
+                "choose one of those."
+            )
+    if training_args.load_best_model_at_end and training_args.average_last_checkpoints:
+        raise InputError(
+            "--load_best_model_at_end and --average_last_checkpoints both choose the run's model: pass "
+            "--average_last_checkpoints 0 to keep the best checkpoint, or leave --load_best_model_at_end out to "
+            "average the last ones."
+        )
+
+
+def default_rate_warmup_steps(training_args) -> int:
+    """The warmup in steps, for the paper's peak rate d_model^-0.5 * warmup^-0.5: `--warmup_steps` below 1 is a
+    fraction of the training steps (transformers 5), known here for `--max_steps` only."""
+    if training_args.warmup_steps >= 1 or training_args.warmup_steps == 0:
+        return int(training_args.warmup_steps)
+    if training_args.max_steps > 0:
+        return training_args.get_warmup_steps(training_args.max_steps)
+    raise InputError(
+        f"--warmup_steps {training_args.warmup_steps} is a fraction of the training steps, but the default learning "
+        "rate (the paper's peak, d_model^-0.5 * warmup^-0.5) needs the warmup in steps, which the epochs do not say "
+        "before the data is batched: give --warmup_steps in steps (e.g. 4000), --max_steps, or --learning_rate."
+    )
 
 
 def flags_from_file(path: str) -> list[str]:
@@ -355,6 +427,9 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
     defaults = dict(PAPER_RECIPE)
     if not given & DATA_SOURCE_FLAGS:
         defaults.update(BUILTIN_RUN)
+    for kind in ("save", "eval"):  # --save_steps alone means saving by steps, as with transformers' own defaults
+        if f"{kind}_steps" in given:
+            defaults[f"{kind}_strategy"] = "steps"
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.accelerator.is_available():
         # `accelerate launch --multi_gpu` on a machine without GPUs: accelerate runs DDP over gloo on CPU processes
         # only when told to use the CPU; otherwise each process would train alone.
@@ -368,9 +443,12 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
 
 def default_averaging_fits(training_args, given: set[str]) -> bool:
     """Whether a default `--average_last_checkpoints` fits the user's flags (`given`): the run saves and keeps the
-    checkpoints it averages, and is not under FSDP, which does not average."""
+    checkpoints it averages, is not under FSDP, which does not average, and does not keep its best checkpoint as its
+    model (--load_best_model_at_end)."""
     count, limit = training_args.average_last_checkpoints, training_args.save_total_limit
     if training_args.save_strategy == SaveStrategy.NO or fsdp_requested(training_args):
+        return False
+    if training_args.load_best_model_at_end:  # the best checkpoint is the run's model
         return False
     return count is None or "save_total_limit" not in given or limit is None or limit >= count
 
@@ -401,15 +479,29 @@ def check_averaging(training_args, keep_limit: bool) -> None:
 
 def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
     """Name the arguments the parser did not take, with the closest known flag for each misspelt one."""
+    files = [arg for arg in unknown if arg.endswith((".json", ".yaml", ".yml")) and not arg.startswith("-")]
+    if files:
+        return (f"{files[0]} looks like a file of flags: such a file must be the only argument (put every flag in "
+                "it), or give the flags on the command line alone.")
     known = [option for action in parser._actions for option in action.option_strings]
     hints = []
     for flag in (arg.split("=")[0] for arg in unknown if arg.startswith("--")):
-        close = difflib.get_close_matches(flag, known, n=1)
-        hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+        close = RENAMED_FLAGS.get(flag.lstrip("-").replace("-", "_")) or next(
+            iter(difflib.get_close_matches(flag, known, n=1)), None)
+        hints.append(f"{flag} (did you mean {close}?)" if close else flag)
     return (
         f"Unknown arguments: {' '.join(hints) if hints else ' '.join(unknown)}. `python "
         "scripts/train_translation.py --help` lists every flag."
     )
+
+
+RENAMED_FLAGS = {
+    "group_by_length": "--train_sampling_strategy group_by_length",
+    "warmup_ratio": "--warmup_steps 0.1 (below 1, a fraction of the training steps)",
+    "logging_dir": "the TENSORBOARD_LOGGING_DIR environment variable",
+    "evaluation_strategy": "--eval_strategy",
+}
+"""transformers 4 flags that transformers 5 renamed or removed, and what replaced them."""
 
 
 DATA_SOURCE_FLAGS = {
@@ -532,6 +624,12 @@ def check_training_flags(training_args) -> None:
             f"--generation_max_length counts the start token, so it must be at least 2, got {length}; leave it out "
             "for the paper's limit (source length + 50)."
         )
+    if training_args.fp16 and training_args.device.type == "cpu":
+        raise InputError(
+            "--fp16 is float16 with loss scaling on a GPU, and this run is on the CPU, where accelerate would train "
+            "in float32 without a word: leave --fp16 out, or use --bf16 --use_cpu for 16-bit training on the CPU."
+        )
+    check_optimizer_and_schedule(training_args)
     for kind in ("eval", "save", "logging"):  # every N steps, or a fraction (< 1) of the training steps
         strategy, steps = getattr(training_args, f"{kind}_strategy"), getattr(training_args, f"{kind}_steps")
         if strategy == "steps" and steps is not None and not steps > 0:
@@ -539,6 +637,31 @@ def check_training_flags(training_args) -> None:
                 f"--{kind}_steps must be above 0 with --{kind}_strategy steps, got {steps} (a number of steps, or "
                 "below 1 a fraction of the training steps)."
             )
+
+
+def check_optimizer_and_schedule(training_args) -> None:
+    """--optim and --lr_scheduler_type (with --optim_args, --lr_scheduler_kwargs) can be made: the Trainer makes them
+    after the data is loaded and tokenized, and a missing package or setting was a traceback then."""
+    try:
+        Seq2SeqTrainer.get_optimizer_cls_and_kwargs(training_args)
+    except (ImportError, ValueError, TypeError) as error:
+        raise InputError(f"--optim {getattr(training_args.optim, 'value', training_args.optim)}: "
+                         f"{_first_line(error)}") from error
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)  # a stand-in, for the schedule's checks
+    try:
+        get_scheduler(training_args.lr_scheduler_type, optimizer, num_warmup_steps=1, num_training_steps=10,
+                      scheduler_specific_kwargs=training_args.lr_scheduler_kwargs)
+    except (ValueError, TypeError) as error:
+        raise InputError(
+            f"--lr_scheduler_type {getattr(training_args.lr_scheduler_type, 'value', training_args.lr_scheduler_type)}: "
+            f"{_first_line(error)} Give its settings with "
+            "--lr_scheduler_kwargs (a JSON object of them), or choose another schedule."
+        ) from error
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def check_push_flags(training_args) -> None:
@@ -781,7 +904,7 @@ def main(argv: list[str] | None = None) -> dict:
             print("sacreBLEU signatures: BLEU {bleu}, chrF {chrf}".format(**signatures))
         if training_args.do_train:
             print(f"\nThe run's model, tokenizer and model card are in {output_dir}: translate with python "
-                  f"scripts/translate.py {output_dir}, or load it with "
+                  f"{translate_script()} {output_dir}, or load it with "
                   f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}).")
         if push_to_hub:
             try:
@@ -797,6 +920,14 @@ def main(argv: list[str] | None = None) -> dict:
                 ) from error
             logger.info("Pushed %s to %s", output_dir, commit.commit_url)
     return all_metrics
+
+
+def translate_script() -> str:
+    """scripts/translate.py as the user reaches it: beside this run's script, as they typed its path."""
+    script = Path(sys.argv[0])
+    if script.name == "train_translation.py" and script.with_name("translate.py").is_file():
+        return str(script.with_name("translate.py"))
+    return "scripts/translate.py"
 
 
 def train(trainer, resume_from: str | None) -> dict:
@@ -837,8 +968,9 @@ def average_last_checkpoints(trainer) -> int:
     checkpoints = checkpoints[-args.average_last_checkpoints :]
     if len(checkpoints) < args.average_last_checkpoints:
         logger.warning(
-            "--average_last_checkpoints %d, but the run saved %d complete checkpoints: averaging those.",
-            args.average_last_checkpoints, len(checkpoints),
+            "--average_last_checkpoints %d, but the run saved only %d complete checkpoint%s: averaging %s.",
+            args.average_last_checkpoints, len(checkpoints), "" if len(checkpoints) == 1 else "s",
+            "it" if len(checkpoints) == 1 else "those",
         )
     if not checkpoints:
         return 0

@@ -3,6 +3,7 @@ outputs, checkpoint averaging and fine-tuning (several processes: test_distribut
 
 import gzip
 import json
+import logging
 import os
 import re
 import shlex
@@ -301,6 +302,60 @@ def test_help_shows_the_defaults_the_run_gets(capsys):
         assert flag_default_in_help(help_text, "learning_rate") == learning_rate
         assert flag_default_in_help(help_text, "num_train_epochs") == epochs
         assert "The defaults shown are" in help_text
+
+
+def test_a_warmup_fraction_gives_the_default_rate_of_its_steps(tmp_path):
+    """transformers 5 reads --warmup_steps below 1 as a fraction of the training steps: the paper's default rate
+    took 0.1 for 1 step (63 times too high a rate for the base model with --warmup_steps 0.04 over 100k steps)."""
+    own_data = ["--output_dir", str(tmp_path), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de"]
+    _, _, args = parse_arguments([*own_data, "--warmup_steps", "0.1", "--max_steps", "1000"])
+    assert args.learning_rate == pytest.approx(512**-0.5 * 100**-0.5)  # 100 of the 1,000 steps
+    with pytest.raises(InputError, match=r"--warmup_steps 0.1 is a fraction of the training steps, but the default "
+                                         r"learning rate .* give --warmup_steps in steps \(e.g. 4000\), --max_steps, "
+                                         r"or --learning_rate"):
+        parse_arguments([*own_data, "--warmup_steps", "0.1"])
+    _, _, args = parse_arguments([*own_data, "--warmup_steps", "0.1", "--learning_rate", "5e-4"])
+    assert args.learning_rate == 5e-4
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--fp16", "true"], "--fp16 is float16 with loss scaling on a GPU, and this run is on the CPU"),
+    (["--lr_scheduler_type", "cosine_with_min_lr"], "--lr_scheduler_type cosine_with_min_lr: One of min_lr or "
+     "min_lr_rate should be set through the `lr_scheduler_kwargs`. Give its settings with --lr_scheduler_kwargs"),
+    (["--lr_scheduler_type", "warmup_stable_decay"], "--lr_scheduler_type warmup_stable_decay: get_wsd_schedule() "
+     "missing 1 required positional argument: 'num_decay_steps'."),
+    (["--optim", "adamw_bnb_8bit"], "--optim adamw_bnb_8bit: You need to install `bitsandbytes`"),
+    (["--eval_strategy", "steps", "--load_best_model_at_end", "true", "--metric_for_best_model", "rouge"],
+     "--metric_for_best_model rouge: evaluation reports loss, bleu, chrf, gen_len, exact_match, "),
+    (["--do_eval", "false", "--eval_strategy", "steps"], "--do_eval false leaves out evaluation, but --eval_strategy"),
+    (["--eval_strategy", "steps", "--load_best_model_at_end", "true", "--average_last_checkpoints", "2"],
+     "--load_best_model_at_end and --average_last_checkpoints both choose the run's model"),
+    (["--group_by_length", "true"], "--group_by_length (did you mean --train_sampling_strategy group_by_length?)"),
+    (["--warmup_ratio", "0.1"], "--warmup_ratio (did you mean --warmup_steps 0.1 (below 1, a fraction"),
+    (["run.yaml", "--max_steps", "5"], "run.yaml looks like a file of flags: such a file must be the only argument"),
+])
+def test_trainer_flags_that_would_fail_or_be_ignored_later_are_refused_at_once(tmp_path, flags, message):
+    """Each was a traceback after the data was loaded and tokenized (a schedule's or optimizer's missing setting, a
+    best-model metric evaluation does not report), or silently not what was asked (--fp16 trained in float32 on a
+    CPU and the card said fp16; --do_eval false still evaluated; the average replaced the best model)."""
+    with pytest.raises(InputError) as error:
+        parse_arguments(["--output_dir", str(tmp_path), *flags])
+    assert message in str(error.value)
+
+
+def test_flags_that_imply_others_get_them(tmp_path, caplog):
+    """--save_steps alone saves by steps (the script's default is by epoch; transformers' by steps); keeping the best
+    checkpoint saves at each evaluation and does not average; flags this run does not use are named."""
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--save_steps", "5", "--eval_steps", "10"])
+    assert (args.save_strategy, args.save_steps, args.eval_strategy, args.eval_steps) == ("steps", 5, "steps", 10)
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--eval_strategy", "steps", "--eval_steps", "5",
+                                  "--load_best_model_at_end", "true", "--metric_for_best_model", "eval_bleu"])
+    assert (args.save_strategy, args.save_steps) == ("steps", 5) and args.average_last_checkpoints is None
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        parse_arguments(["--output_dir", str(tmp_path), "--hub_strategy", "every_save", "--max_tokens_per_batch",
+                         "500", "--train_sampling_strategy", "group_by_length"])
+    assert "--hub_strategy has no effect here: the script pushes the run once, at its end" in caplog.text
+    assert "--train_sampling_strategy has no effect here: --max_tokens_per_batch draws" in caplog.text
 
 
 def test_trainer_flags_override_the_recipe(tmp_path):

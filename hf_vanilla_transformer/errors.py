@@ -34,6 +34,13 @@ class MissingFileError(FileNotFoundError):
 USER_ERRORS = (InputError, MissingFileError)
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of a library's error message (some span many), ending with a full stop: a reason to put in
+    one of ours."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 INTERRUPTED_STATUS = 130
 """The shell's status for a command stopped by Ctrl-C (128 + SIGINT)."""
 

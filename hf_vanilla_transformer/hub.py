@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from huggingface_hub import CommitInfo, HfApi, constants
 
-from .errors import USER_ERRORS, InputError, MissingFileError
+from .errors import USER_ERRORS, InputError, MissingFileError, first_line
 from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, update_model_card
 from .pipeline_translation import save_translation_pipeline
 
@@ -260,8 +260,7 @@ def loading_from(name_or_path: str | os.PathLike, what: str = "a model") -> Iter
     except USER_ERRORS:
         raise
     except (OSError, ValueError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        reason += "" if reason.endswith((".", "!", "?")) else "."
+        reason = first_line(error)
         if Path(name_or_path).expanduser().exists():
             raise InputError(f"Cannot load {what} from {name_or_path}: {reason}") from error
         raise InputError(

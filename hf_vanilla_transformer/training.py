@@ -46,7 +46,7 @@ from .data import (
     tokenize_translation_datasets,
 )
 from .distributed import check_replicas_agree, fsdp_requested
-from .errors import InputError, one_line_errors
+from .errors import InputError, first_line, one_line_errors
 from .hub import (
     check_push_target,
     hub_error_message,
@@ -645,8 +645,10 @@ def check_optimizer_and_schedule(training_args) -> None:
     try:
         Seq2SeqTrainer.get_optimizer_cls_and_kwargs(training_args)
     except (ImportError, ValueError, TypeError) as error:
-        raise InputError(f"--optim {getattr(training_args.optim, 'value', training_args.optim)}: "
-                         f"{_first_line(error)}") from error
+        needs_the_model = "pass a model" in str(error) or "pass a `model`" in str(error)  # GaLore, Apollo, LOMO
+        if not needs_the_model:  # (those the Trainer checks, with the model)
+            name = getattr(training_args.optim, "value", training_args.optim)
+            raise InputError(f"--optim {name}: {first_line(error)}") from error
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)  # a stand-in, for the schedule's checks
     try:
         get_scheduler(training_args.lr_scheduler_type, optimizer, num_warmup_steps=1, num_training_steps=10,
@@ -654,14 +656,9 @@ def check_optimizer_and_schedule(training_args) -> None:
     except (ValueError, TypeError) as error:
         raise InputError(
             f"--lr_scheduler_type {getattr(training_args.lr_scheduler_type, 'value', training_args.lr_scheduler_type)}: "
-            f"{_first_line(error)} Give its settings with "
+            f"{first_line(error)} Give its settings with "
             "--lr_scheduler_kwargs (a JSON object of them), or choose another schedule."
         ) from error
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def check_push_flags(training_args) -> None:

@@ -25,6 +25,8 @@ def compute_translation_metrics(
     """
     if len(predictions) != len(references):
         raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
+    if not predictions:
+        raise ValueError("No predictions to score: give at least one translation and its reference.")
     reference_streams = _reference_streams(references)
     return {name: metric().corpus_score(predictions, reference_streams).score for name, metric in _METRICS.items()}
 

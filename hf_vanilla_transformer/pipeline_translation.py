@@ -71,7 +71,7 @@ class TranslationPipeline(Pipeline):
 
     def __call__(self, inputs, **kwargs):
         """Translate one string or a list of strings; `batch_size=N` batches a list (padding each batch)."""
-        if isinstance(inputs, tuple):
+        if isinstance(inputs, tuple) or type(inputs).__module__.startswith("datasets."):  # a dataset's Column too
             inputs = list(inputs)
         if isinstance(inputs, list) and not inputs:
             return []

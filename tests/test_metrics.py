@@ -51,6 +51,8 @@ def test_multiple_references_per_prediction():
 def test_predictions_and_references_must_pair_up():
     with pytest.raises(ValueError, match="3 predictions but 2 references"):
         compute_translation_metrics(HYPOTHESES, REFERENCES[:2])
+    with pytest.raises(ValueError, match="No predictions to score"):  # an empty evaluation set: not an IndexError
+        compute_translation_metrics([], [])
 
 
 @pytest.fixture(scope="module")

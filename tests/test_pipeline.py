@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
@@ -86,6 +87,8 @@ def test_output_formats(translator, reference):
     assert translator.tokenizer.decode(ids, skip_special_tokens=True) == reference[0]
     with pytest.raises(TypeError, match="translates strings"):
         translator([1, 2])
+    column = datasets.Dataset.from_dict({"de": SOURCES[:2]})["de"]  # datasets 4's Column, as `ds["de"]` gives
+    assert translator(column) == translator(SOURCES[:2])
 
 
 def test_a_hypothesis_that_begins_with_a_space_token_has_no_leading_space(translator):

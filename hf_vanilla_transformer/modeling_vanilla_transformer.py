@@ -660,6 +660,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         self.lm_head.check_every_row = True  # a token's row of the tied embedding may be edited alone
         self.post_init()
         self._default_to_the_papers_decoding()
+        # The tied names are never saved (the shared weight is, once). Said here too, the Trainer's checkpoint loading
+        # (resuming, load_best_model_at_end) ties them instead of warning that they are missing.
+        self._keys_to_ignore_on_save = set(self.all_tied_weights_keys)
 
     def _default_to_the_papers_decoding(self) -> None:
         """The paper's beam search [6.1] where the generation config sets none; a saved generation config wins."""

@@ -464,3 +464,22 @@ def test_trust_remote_code_without_the_package(tmp_path, batch):
     torch.testing.assert_close(remote["logits"], model(**batch).logits)
     expected = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=8)
     assert torch.equal(remote["sequences"], expected)
+
+
+def test_a_plain_trainer_loads_a_checkpoint_without_warning_about_tied_weights(tmp_path, monkeypatch):
+    """Seq2SeqTrainer's resuming and load_best_model_at_end load a checkpoint, which stores the shared embedding once,
+    and warned "There were missing keys in the checkpoint model loaded: [...embed_tokens..., lm_head.weight]"."""
+    import transformers.trainer
+    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    saved = make_model(seed=1)
+    saved.save_pretrained(tmp_path / "checkpoint-1")
+    model = make_model()
+    trainer = Seq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(output_dir=str(tmp_path), report_to="none"))
+    warnings = []
+    monkeypatch.setattr(transformers.trainer.logger, "warning", warnings.append)
+    trainer._load_from_checkpoint(str(tmp_path / "checkpoint-1"))
+    assert not [message for message in warnings if "missing keys" in message], warnings
+    assert torch.equal(model.model.shared.weight, saved.model.shared.weight)
+    assert model.lm_head.weight is model.model.shared.weight  # still tied
+    assert model.model.encoder.embed_tokens.weight is model.model.shared.weight

@@ -21,6 +21,8 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from .modeling_vanilla_transformer import PAPER_DECODING
+
 TEMPLATE_PATH = Path(str(resources.files("hf_vanilla_transformer.model_cards") / "translation_model_card.md"))
 CARD_INPUTS_FILE = "model_card_inputs.json"
 DEFAULT_TAGS = ("translation", "seq2seq", "transformer", "attention-is-all-you-need", "vanilla-transformer")
@@ -53,6 +55,20 @@ RECIPE_FIELDS = {
 # Values that mean "not used": left out of the recipe table.
 _UNSET = {"lr_scheduler_kwargs": ({},), "max_steps": (-1,), "warmup_steps": (0,), "warmup_ratio": (0.0,),
           "bf16": (False,), "fp16": (False,), "max_grad_norm": (0.0,)}
+# Schedules that take no warmup (transformers' get_scheduler passes them no num_warmup_steps), and the optimizers that
+# warm up by themselves with `warmup_steps` whatever the schedule (trainer_optimizer.py).
+_SCHEDULES_WITHOUT_WARMUP = {"constant", "reduce_lr_on_plateau", "greedy"}
+_OPTIMIZERS_WITH_WARMUP = {"schedule_free_adamw", "schedule_free_sgd"}
+# Optimizers that the Trainer gives `adam_beta1`, `adam_beta2` and `adam_epsilon` (transformers 5.23's
+# trainer_optimizer.py; the Lion ones take the betas alone); the others (sgd, adafactor, adagrad, rmsprop, galore,
+# lomo, grokadamw, ...) ignore them. A name unknown here counts as Adam if it starts with "adam".
+_ADAM_OPTIMIZERS = {
+    "adamw_torch", "adamw_torch_fused", "adamw_torch_xla", "adamw_torch_npu_fused", "adamw_anyprecision",
+    "adamw_torch_4bit", "adamw_torch_8bit", "adamw_bnb_8bit", "adamw_8bit", "paged_adamw_32bit", "paged_adamw_8bit",
+    "ademamix", "ademamix_8bit", "paged_ademamix_32bit", "paged_ademamix_8bit", "apollo_adamw",
+    "apollo_adamw_layerwise", "schedule_free_adamw", "schedule_free_radam", "stable_adamw",
+}
+_LION_OPTIMIZERS = {"lion_8bit", "lion_32bit", "paged_lion_8bit", "paged_lion_32bit"}
 # Splits reported in the model-index: (split label, metric prefixes in all_results.json).
 _SPLITS = (("validation", ("eval_",)), ("test", ("test_", "predict_")))
 _SIZES = {"train_samples": "Training sentence pairs", "eval_samples": "Validation sentence pairs",
@@ -77,6 +93,7 @@ def create_model_card(
     dataset_description: str | None = None,
     eval_split: str = "validation",
     training_args: Any = None,
+    decoding: Mapping[str, Any] | None = None,
     repo_id: str | None = None,
     model_name: str | None = None,
     license: str = "apache-2.0",
@@ -94,7 +111,10 @@ def create_model_card(
     (a `dataset_name` that is no Hub id is taken as such a description).
     `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
     by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
-    `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table.
+    `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table and
+    for how the scores were decoded: their `generation_num_beams` and `generation_max_length`, where set, are what
+    Seq2SeqTrainer's evaluation passed to generate() over the saved generation config.
+    `decoding`: such settings given directly (`num_beams`, `max_length`); they win over `training_args`'.
     `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them (the
     training script gives one from its data; without it, a sentence in the source language).
     `tokenizer_from`: the model or tokenizer whose vocabulary the run reused (fine-tuning, `--tokenizer_name`); by
@@ -112,7 +132,9 @@ def create_model_card(
     repo_id = repo_id or str(model_dir)
     model_name = model_name or repo_id.rstrip("/").split("/")[-1]
     results = _results(metrics, eval_split)
-    generation = _read_json(model_dir / "generation_config.json", optional=True)
+    decoding_words = _decoding(
+        _read_json(model_dir / "generation_config.json", optional=True), _evaluation_decoding(training_args, decoding)
+    )
     languages = [lang for lang in (source_lang, target_lang) if lang]
     card_data = ModelCardData(
         language=languages or None,
@@ -142,8 +164,7 @@ def create_model_card(
         dataset_link=f"[{dataset_name}](https://huggingface.co/datasets/{dataset_name})" if dataset_name else None,
         project_url=project_url,
         results=results,
-        num_beams=generation.get("num_beams", 1),
-        length_penalty=generation.get("length_penalty", 1.0),
+        decoding=decoding_words,
         arch=_architecture(model_dir, config),
         tokenizer=_tokenizer_description(model_dir),
         tokenizer_from=tokenizer_from,
@@ -163,6 +184,7 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     card = create_model_card(model_dir, **card_kwargs)
     inputs = {key: value for key, value in card_kwargs.items() if key not in ("training_args", "template_path")}
     inputs["training_args"] = _recipe(card_kwargs.get("training_args"))  # the recipe rows stand in for the arguments
+    inputs["decoding"] = _evaluation_decoding(card_kwargs.get("training_args"), card_kwargs.get("decoding"))
     if inputs.get("metrics") is not None:
         inputs["metrics"] = {key: _plain(value) for key, value in inputs["metrics"].items()}
     inputs["tags"] = list(inputs.get("tags", ()))
@@ -194,6 +216,31 @@ def _template_path() -> Path:
             "pass template_path=... or install the package from its repository (pip install -e .)."
         )
     return TEMPLATE_PATH
+
+
+def _evaluation_decoding(training_args: Any, decoding: Mapping[str, Any] | None) -> dict:
+    """What evaluation passed to generate() over the saved generation config: Seq2SeqTrainer's `num_beams` and
+    `max_length` from `generation_num_beams` and `generation_max_length` where set, under `decoding`'s entries."""
+    passed = {"num_beams": _argument(training_args, "generation_num_beams"),
+              "max_length": _argument(training_args, "generation_max_length"), **(decoding or {})}
+    return {key: value for key, value in passed.items() if value is not None}
+
+
+def _decoding(generation: Mapping[str, Any], evaluation: Mapping[str, Any]) -> str:
+    """The card's words for how the scores were decoded: the saved generation config (the paper's beam search [6.1]
+    where it sets none, as the model loads it) under what evaluation passed to generate()."""
+    config = {**PAPER_DECODING, **{key: value for key, value in generation.items() if value is not None}}
+    beams, penalty = evaluation.get("num_beams", config["num_beams"]), config["length_penalty"]
+    max_length = evaluation.get("max_length", config.get("max_length"))
+    search = "greedy search" if beams == 1 else f"beam search ({beams} beams, length penalty {_setting(penalty)})"
+    if config.get("max_new_tokens") is not None:  # generate() prefers it to any max_length
+        limit = f"at most {config['max_new_tokens']} new tokens"
+    elif max_length is not None:
+        limit = f"at most {max_length} tokens (the start token included)"
+    else:  # the model's generate() default
+        paper = (beams, penalty) == (PAPER_DECODING["num_beams"], PAPER_DECODING["length_penalty"])
+        limit = "at most source length + 50 new tokens" + (", as in the paper's section 6.1" if paper else "")
+    return f"{search}, {limit}"
 
 
 def _read_json(path: Path, what: str | None = None, optional: bool = False) -> dict:
@@ -301,22 +348,43 @@ def _recipe(training_args: Any) -> list[tuple[str, str]]:
         return []
     if isinstance(training_args, (list, tuple)):  # rows, as save_model_card keeps them
         return [tuple(row) for row in training_args]
-    def get(field):
-        value = training_args.get(field) if isinstance(training_args, Mapping) else getattr(training_args, field, None)
-        return value.value if isinstance(value, Enum) else value
-
-    ignored = set()
-    if (get("max_steps") or -1) > 0:
-        ignored.add("num_train_epochs")  # the Trainer ignores it then
-    if get("max_tokens_per_batch"):
-        ignored.add("per_device_train_batch_size")  # token batching replaces it
+    ignored = _unused_fields(training_args)
     rows = []
     for field, label in RECIPE_FIELDS.items():
-        value = get(field)
+        value = _argument(training_args, field)
         if value is None or field in ignored or value in _UNSET.get(field, ()):
             continue
         rows.append((label, _setting(value)))
     return rows
+
+
+def _unused_fields(training_args: Any) -> set[str]:
+    """Recipe fields the Trainer ignores under the run's other arguments: left out of the card."""
+    def get(field):
+        return _argument(training_args, field)
+
+    unused = set()
+    if (get("max_steps") or -1) > 0:
+        unused.add("num_train_epochs")  # the Trainer ignores it then
+    if get("max_tokens_per_batch"):
+        unused.add("per_device_train_batch_size")  # token batching replaces it
+    optim = get("optim")
+    if get("lr_scheduler_type") in _SCHEDULES_WITHOUT_WARMUP and optim not in _OPTIMIZERS_WITH_WARMUP:
+        unused |= {"warmup_steps", "warmup_ratio"}
+    if optim in _LION_OPTIMIZERS:
+        unused.add("adam_epsilon")
+    elif optim is not None and optim not in _ADAM_OPTIMIZERS and not optim.startswith("adam"):
+        unused |= {"adam_beta1", "adam_beta2", "adam_epsilon"}
+    return unused
+
+
+def _argument(training_args: Any, field: str) -> Any:
+    """A training argument's value (an enum's as its value) from the arguments or a dict of their values; None from
+    recipe rows (as save_model_card keeps them) or no arguments."""
+    if training_args is None or isinstance(training_args, (list, tuple)):
+        return None
+    value = training_args.get(field) if isinstance(training_args, Mapping) else getattr(training_args, field, None)
+    return value.value if isinstance(value, Enum) else value
 
 
 def _plain(value: Any) -> Any:

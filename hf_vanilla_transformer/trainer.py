@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import torch
 from accelerate import PartialState
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
+from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import seed_worker
 
 from transformers.utils import logging
@@ -114,8 +116,10 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     def __init__(self, *args, max_tokens_per_batch: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.add_callback(MarkCheckpointComplete())
+        self.add_callback(StopOnNonFiniteLoss(self))
         self.max_tokens_per_batch = max_tokens_per_batch or getattr(self.args, "max_tokens_per_batch", None)
         self._token_batch_sampler: TokenBatchSampler | None = None
+        self._sentences_trained = 0
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
         if self.is_fsdp_enabled:
@@ -138,7 +142,26 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         if self.is_fsdp_enabled and isinstance(resume_from_checkpoint, str):
             check_resumable(resume_from_checkpoint)
         self._parameters_for_flops = None  # counted again for each run, once
+        self._sentences_trained = 0  # this call's: the Trainer's speed metrics count only this call's steps
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+
+    def get_batch_samples(self, epoch_iterator, num_batches: int, device: torch.device):
+        """The Trainer's batches for one optimizer step; with token batching their sentences are counted for
+        `train_samples_per_second` (each batch's first dimension: a size the host knows, no device sync)."""
+        batch_samples, num_items_in_batch = super().get_batch_samples(epoch_iterator, num_batches, device)
+        if self.max_tokens_per_batch:
+            self._sentences_trained += sum(len(batch["input_ids"]) for batch in batch_samples)
+        return batch_samples, num_items_in_batch
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """The Trainer's log; with token batching, the end of training's `train_samples_per_second` is the sentences
+        trained on (all processes') per second. The Trainer counts `per_device_train_batch_size` sentences a batch,
+        a size token batching does not use."""
+        if self.max_tokens_per_batch and "train_samples_per_second" in logs and logs.get("train_runtime"):
+            counted = torch.tensor(self._sentences_trained, device=self.args.device)
+            sentences = self.accelerator.reduce(counted, reduction="sum").item()  # once, at the end of training
+            logs["train_samples_per_second"] = round(sentences / logs["train_runtime"], 3)
+        super().log(logs, start_time)
 
     def floating_point_ops(self, inputs: dict) -> int:
         """The Trainer's estimate for `total_flos` (6 x source tokens x parameters outside the embeddings), with the
@@ -274,6 +297,67 @@ class _EpochToSamplerCallback(TrainerCallback):
         """Epoch e starts at state.epoch == e (or e + fraction when resuming mid-epoch)."""
         if self.trainer._token_batch_sampler is not None:
             self.trainer._token_batch_sampler.set_epoch(int(state.epoch or 0))
+
+
+class TrainingDivergedError(InputError):
+    """The training loss became NaN or infinite: the run's settings (learning rate, warmup, clipping) let it diverge.
+    An InputError, so that the training script reports it in one line and exits with status 2."""
+
+
+class StopOnNonFiniteLoss(TrainerCallback):
+    """Stop training at the first logged training loss that is NaN or infinite, with a `TrainingDivergedError` out of
+    `train()`: the Trainer would go on to save, evaluate and publish a model of NaNs.
+
+    Only the logged loss is read, a number the Trainer has already brought to the host (no device sync per step).
+    Steps that fp16 loss scaling skips log a finite loss (the unscaled one) and a non-finite `grad_norm`, which is
+    not read. With `logging_nan_inf_filter` (the Trainer's default; the training script turns it off) the Trainer
+    leaves non-finite steps out of the logged loss, so a divergence shows here only when that filter is off.
+    """
+
+    def __init__(self, trainer: TokenBatchingSeq2SeqTrainer) -> None:
+        self.trainer = trainer
+        self.finite_until = 0  # the last step of a logged finite loss: every step up to it had a finite loss
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.finite_until = state.global_step
+
+    def on_log(self, args, state, control, logs=None, lr_scheduler=None, **kwargs):
+        loss = (logs or {}).get("loss", (logs or {}).get("train_loss"))  # train_loss: the end, after unlogged steps
+        if loss is None:
+            return
+        if math.isfinite(loss):
+            self.finite_until = state.global_step
+            return
+        learning_rate = logs.get("learning_rate")
+        if learning_rate is None and lr_scheduler is not None:
+            learning_rate = lr_scheduler.get_last_lr()[0]
+        for callback in self.trainer.callback_handler.callbacks:  # the message on a line of its own
+            if isinstance(callback, ProgressCallback) and callback.training_bar is not None:
+                callback.on_train_end(args, state, control)
+        raise TrainingDivergedError(
+            divergence_message(loss, self.finite_until + 1, state.global_step, learning_rate, args)
+        )
+
+
+def divergence_message(loss: float, first: int, last: int, learning_rate: float | None, args) -> str:
+    """What `StopOnNonFiniteLoss` says: where the loss became `loss` (a step, or the logged steps it lies among),
+    the learning rate then, what to try, and the last checkpoint whose weights still gave a finite loss."""
+    steps = f"at step {last}" if first == last else f"between steps {first} and {last}"
+    rate = f" (learning rate {learning_rate:.3g})" if learning_rate is not None else ""
+    advice = ["a lower --learning_rate", "more --warmup_steps"]
+    if not 0 < (args.max_grad_norm or 0) <= 1:
+        advice.append("--max_grad_norm 1 (gradient clipping)")
+    message = f"Training diverged: the training loss became {loss} {steps}{rate}. Try {', '.join(advice[:-1])} " \
+              f"or {advice[-1]}."
+    # checkpoint-<step> holds the weights after that step, which the next step's loss is computed from
+    saved = [c for c in run_checkpoints(args.output_dir) if is_complete_checkpoint(c)]
+    before = [c for c in saved if int(c.name.split("-")[1]) < first - 1]
+    if before:
+        message += f" The last checkpoint saved before it is {before[-1]}"
+        message += "; later ones may hold diverged weights." if len(before) < len(saved) else "."
+    else:
+        message += " No checkpoint was saved before it."
+    return message
 
 
 CHECKPOINT_COMPLETE = "checkpoint_complete.json"

@@ -8,6 +8,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+_FEW_POINTS = 10  # training losses drawn as points too below this many
 
 
 def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
@@ -26,16 +29,35 @@ def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
     return series
 
 
-def plot_training_curves(log_history: list[dict], path: str | Path, final_label: str = "the run's model") -> Path | None:
+def plot_training_curves(
+    log_history: list[dict], path: str | Path, final_label: str = "the run's model", *, num_beams: int | None = None
+) -> Path | None:
+    """Save `draw_training_curves`' figure to `path` (a PNG); None, and no file, if nothing was logged."""
+    figure = draw_training_curves(log_history, final_label, num_beams=num_beams)
+    if figure is None:
+        return None
+    path = Path(path)
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def draw_training_curves(
+    log_history: list[dict], final_label: str = "the run's model", *, num_beams: int | None = None
+) -> Figure | None:
     """Training and validation loss (left axis) and validation BLEU (right axis) against the optimizer step, the
-    final model's BLEU marked apart (`final_label` names it); None if nothing was logged."""
+    final model's BLEU marked apart (`final_label` names it), the legend below the axes, clear of the curves; None if
+    nothing was logged. `num_beams`: the beams evaluation decoded with (1: greedy), named on the BLEU axis. The
+    figure is pyplot's: close it (`matplotlib.pyplot.close`) when done."""
     series = curves(log_history)
     if not any(series.values()):
         return None
-    figure, loss_axis = plt.subplots(figsize=(7, 4), dpi=120)
-    lines, top_axis = [], loss_axis
-    if series["loss"]:
-        lines += loss_axis.plot(*zip(*series["loss"]), color="tab:blue", label="training loss")
+    figure, loss_axis = plt.subplots(figsize=(7, 4.5), dpi=120, layout="constrained")
+    lines = []
+    if series["loss"]:  # a line through a few points hides them (one point draws nothing): mark them
+        few = len(series["loss"]) < _FEW_POINTS
+        lines += loss_axis.plot(*zip(*series["loss"]), color="tab:blue", marker="o" if few else None, markersize=4,
+                                label="training loss")
     if series["eval_loss"]:
         lines += loss_axis.plot(*zip(*series["eval_loss"]), color="tab:blue", linestyle="--", marker=".",
                                 label="validation loss")
@@ -43,20 +65,24 @@ def plot_training_curves(log_history: list[dict], path: str | Path, final_label:
     loss_axis.set_ylabel("loss (label-smoothed)", color="tab:blue")
     bleus = series["eval_bleu"] + series["final_bleu"]
     if bleus:
-        bleu_axis = top_axis = loss_axis.twinx()
+        bleu_axis = loss_axis.twinx()
         if series["eval_bleu"]:
             lines += bleu_axis.plot(*zip(*series["eval_bleu"]), color="tab:orange", marker="o",
                                     label="validation BLEU")
         if series["final_bleu"]:
             lines += bleu_axis.plot(*zip(*series["final_bleu"]), color="tab:red", marker="*", markersize=12,
                                     linestyle="none", label=f"validation BLEU, {final_label}")
-        bleu_axis.set_ylabel("validation BLEU (beam 4)", color="tab:orange")
+        bleu_axis.set_ylabel(_bleu_axis_label(num_beams), color="tab:orange")
         bleu_axis.set_ylim(0, min(100, max(value for _, value in bleus) * 1.15 + 1))
     loss_axis.set_title("Training and validation loss, validation BLEU")
     loss_axis.grid(alpha=0.3)
-    top_axis.legend(lines, [line.get_label() for line in lines], loc="center right", fontsize="small")
-    figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path)
-    plt.close(figure)
-    return path
+    figure.legend(lines, [line.get_label() for line in lines], loc="outside lower center", ncols=2,
+                  fontsize="small", frameon=False)
+    return figure
+
+
+def _bleu_axis_label(num_beams: int | None) -> str:
+    """The BLEU axis' label: "validation BLEU (beam 4)", "(greedy)" for one beam, no decoding named when unknown."""
+    if num_beams is None:
+        return "validation BLEU"
+    return f"validation BLEU ({'greedy' if num_beams == 1 else f'beam {num_beams}'})"

@@ -4,6 +4,7 @@ chrF) and a body with the architecture, recipe, data, loading instructions and l
 import ast
 import json
 import re
+import shutil
 
 import pytest
 import sacrebleu
@@ -90,6 +91,99 @@ def test_body_recipe_data_usage_limitations(card):
     assert 'AutoModelForSeq2SeqLM.from_pretrained("user/transformer-de-en", trust_remote_code=True)' in text
     assert "## Limitations" in text and "Attention Is All You Need" in text
     assert "One BPE vocabulary is learned on source and target text together" in text
+
+
+@pytest.fixture(scope="module")
+def paper_model_dir(tmp_path_factory):
+    """A model whose generation config sets no length: the paper's beam search, at most source length + 50 tokens."""
+    return make_tiny_model_dir(tmp_path_factory.mktemp("card") / "paper", max_new_tokens=None)
+
+
+def run_arguments(tmp_path, **arguments) -> Seq2SeqTrainingArguments:
+    return Seq2SeqTrainingArguments(output_dir=str(tmp_path / "run"), report_to=[], **arguments)
+
+
+def decoding_words(text: str) -> str:
+    return re.search(r"decoded with\s+(.*?)\.(?:\s|$)", text, flags=re.S).group(1)
+
+
+BEAM_4 = "beam search (4 beams, length penalty 0.6)"
+PAPER_WORDS = f"{BEAM_4}, at most source length + 50 new tokens, as in the paper's section 6.1"
+
+
+@pytest.mark.parametrize("arguments, words", [
+    ({}, PAPER_WORDS),
+    ({"generation_num_beams": 4}, PAPER_WORDS),  # the training script's default
+    ({"generation_num_beams": 1}, "greedy search, at most source length + 50 new tokens"),
+    ({"generation_num_beams": 2}, "beam search (2 beams, length penalty 0.6), at most source length + 50 new tokens"),
+    ({"generation_max_length": 5}, f"{BEAM_4}, at most 5 tokens (the start token included)"),
+    ({"generation_num_beams": 1, "generation_max_length": 5},
+     "greedy search, at most 5 tokens (the start token included)"),
+])
+def test_the_card_says_how_evaluation_decoded_the_scores(paper_model_dir, tmp_path, arguments, words):
+    """--generation_num_beams and --generation_max_length are what Seq2SeqTrainer's evaluation passes to generate(),
+    over the saved generation config (4 beams, length penalty 0.6)."""
+    card = create_model_card(paper_model_dir, source_lang="de", target_lang="en", metrics=METRICS,
+                             training_args=run_arguments(tmp_path, **arguments))
+    assert decoding_words(card.text) == words
+
+
+def test_a_generation_config_length_wins_over_generation_max_length(model_dir, tmp_path):
+    """generate() prefers the generation config's max_new_tokens (6 here) to a max_length passed in."""
+    card = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS,
+                             training_args=run_arguments(tmp_path, generation_max_length=5))
+    assert decoding_words(card.text) == f"{BEAM_4}, at most 6 new tokens"
+
+
+def test_the_decoding_survives_rendering_the_card_again(paper_model_dir, tmp_path):
+    model_dir = shutil.copytree(paper_model_dir, tmp_path / "model")
+    save_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS,
+                    training_args=run_arguments(tmp_path, generation_num_beams=1, generation_max_length=40))
+    update_model_card(model_dir, repo_id="org/greedy")
+    text = (model_dir / "README.md").read_text()
+    assert 'model="org/greedy"' in text
+    assert decoding_words(text) == "greedy search, at most 40 tokens (the start token included)"
+
+
+@pytest.mark.parametrize("schedule, optim, warmup", [
+    ("constant", "adamw_torch", False),
+    ("reduce_lr_on_plateau", "adamw_torch", False),
+    ("linear", "adamw_torch", True),
+    ("constant_with_warmup", "adamw_torch", True),
+    ("inverse_sqrt", "adamw_torch", True),
+    ("constant", "schedule_free_adamw", True),  # the optimizer warms up by itself
+])
+def test_warmup_is_listed_only_where_the_run_warmed_up(model_dir, tmp_path, schedule, optim, warmup):
+    arguments = run_arguments(tmp_path, lr_scheduler_type=schedule, optim=optim, warmup_steps=400,
+                              eval_strategy="epoch")  # reduce_lr_on_plateau needs evaluations
+    text = create_model_card(model_dir, training_args=arguments).text
+    assert f"| Learning-rate schedule | {schedule} |" in text
+    assert ("| Warmup steps | 400 |" in text) == warmup
+
+
+ADAM_ROWS = {"Adam beta1": "0.9", "Adam beta2": "0.98", "Adam epsilon": "1e-09"}
+
+
+@pytest.mark.parametrize("optim, rows", [
+    ("adamw_torch", set(ADAM_ROWS)),
+    ("adamw_torch_fused", set(ADAM_ROWS)),
+    ("paged_adamw_8bit", set(ADAM_ROWS)),
+    ("ademamix", set(ADAM_ROWS)),
+    ("schedule_free_radam", set(ADAM_ROWS)),
+    ("lion_32bit", {"Adam beta1", "Adam beta2"}),  # betas, no epsilon
+    ("sgd", set()),
+    ("adafactor", set()),
+    ("adagrad", set()),
+    ("rmsprop", set()),
+    ("galore_adamw", set()),  # GaLore gets none of the Trainer's Adam arguments
+    ("grokadamw", set()),
+])
+def test_adam_settings_are_listed_only_for_optimizers_that_use_them(model_dir, tmp_path, optim, rows):
+    arguments = run_arguments(tmp_path, optim=optim, adam_beta2=0.98, adam_epsilon=1e-9)
+    text = create_model_card(model_dir, training_args=arguments).text
+    assert f"| Optimizer | {optim} |" in text
+    assert {name for name in ADAM_ROWS if f"| {name} |" in text} == rows
+    assert all(f"| {name} | {ADAM_ROWS[name]} |" in text for name in rows)
 
 
 def test_a_reused_vocabulary_is_not_said_to_be_learned(model_dir):

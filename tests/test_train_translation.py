@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sacrebleu
@@ -71,7 +72,8 @@ def test_builtin_run_writes_everything(builtin_run):
     assert (out / "training_curves.png").stat().st_size > 10_000
     assert "Sample translations (de -> en)" in log and "hypothesis:" in log
     assert "eval_bleu" in log  # the Trainer's metric tables
-    assert f"The run's model, tokenizer and model card are in {out}: translate with python scripts/translate.py " \
+    translate = Path(SCRIPT).with_name("translate.py")  # beside the training script, as the command named it
+    assert f"The run's model, tokenizer and model card are in {out}: translate with python {translate} " \
            f"{out}, or load it with AutoModelForSeq2SeqLM.from_pretrained('{out}')." in log  # where it all went
     model = AutoModelForSeq2SeqLM.from_pretrained(out)
     tokenizer = AutoTokenizer.from_pretrained(out)
@@ -202,6 +204,21 @@ def test_a_model_is_evaluated_without_training(builtin_run, tmp_path, capsys):
     assert not (out / "model.safetensors").exists() and not (out / "README.md").exists()
     assert "Sample translations (de -> en)" in log and "***** train metrics *****" not in log
     assert "The run's model" not in log  # no model was saved
+
+
+def test_the_card_and_curves_name_the_decoding_evaluation_used(tmp_path, capsys, monkeypatch):
+    """--generation_num_beams 1 scores with greedy search: the card said "beam search (4 beams ...)" (the saved
+    generation config's) and the curves' BLEU axis "beam 4"."""
+    from hf_vanilla_transformer import training
+
+    drawn = []
+    monkeypatch.setattr(training, "plot_training_curves", lambda *args, **kwargs: drawn.append(kwargs))
+    out = tmp_path / "greedy"
+    run_main("--output_dir", out, *FEW_NUMBERS, *TINY, "--max_steps", "2", "--generation_num_beams", "1",
+             "--generation_max_length", "12", "--average_last_checkpoints", "0", capsys=capsys)
+    assert drawn[0]["num_beams"] == 1
+    card = " ".join((out / "README.md").read_text().split())
+    assert "decoded with greedy search, at most 12 tokens (the start token included)." in card
 
 
 def test_token_batching_bounds_every_batch(builtin_run):
@@ -383,13 +400,15 @@ def test_a_flags_file_is_the_same_command_line(tmp_path, suffix):
     """`train_translation.py flags.json` (as in transformers' examples) gets the recipe's defaults and the checks."""
     flags = {"output_dir": str(tmp_path / "run"), "train_prefix": "x/train", "source_lang": "en", "target_lang": "de",
              "preset": "tiny", "warmup_steps": 100, "bf16": False, "report_to": ["none"],
-             "lr_scheduler_kwargs": {"num_cycles": 2}, "max_train_samples": None}
+             "lr_scheduler_type": "cosine_with_restarts", "lr_scheduler_kwargs": {"num_cycles": 2},
+             "max_train_samples": None}
     path = tmp_path / f"flags{suffix}"
     path.write_text(json.dumps(flags))  # JSON is YAML too
     from_file = parse_arguments([str(path)])
     from_flags = parse_arguments(["--output_dir", str(tmp_path / "run"), "--train_prefix", "x/train", "--source_lang",
                                   "en", "--target_lang", "de", "--preset", "tiny", "--warmup_steps", "100", "--bf16",
-                                  "false", "--report_to", "none", "--lr_scheduler_kwargs", '{"num_cycles": 2}'])
+                                  "false", "--report_to", "none", "--lr_scheduler_type", "cosine_with_restarts",
+                                  "--lr_scheduler_kwargs", '{"num_cycles": 2}'])
     assert from_file[:2] == from_flags[:2] and from_file[2].to_dict() == from_flags[2].to_dict()
     args = from_file[2]
     assert args.adam_beta2 == 0.98 and args.learning_rate == pytest.approx(128**-0.5 * 100**-0.5)  # the recipe's

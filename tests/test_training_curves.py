@@ -1,0 +1,85 @@
+"""training_curves.png: the BLEU axis names the decoding evaluation used, a training loss logged once or a few times
+shows, and the legend hides no data."""
+
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+
+from hf_vanilla_transformer.training_curves import draw_training_curves, plot_training_curves
+
+
+def typical_history(steps: int = 5000) -> list[dict]:
+    """A run logging its loss every 50 steps and evaluating every 500: losses fall, BLEU rises; then the final model's
+    evaluation."""
+    history = []
+    for step in range(50, steps + 1, 50):
+        history.append({"loss": 2.0 + 7.0 * math.exp(-step / 800), "step": step})
+        if step % 500 == 0:
+            history.append({"eval_loss": 2.4 + 6.0 * math.exp(-step / 900),
+                            "eval_bleu": 35 * (1 - math.exp(-step / 1500)), "step": step})
+    return history + [{"train_runtime": 100.0, "train_loss": 3.0, "step": steps},
+                      {"eval_loss": 2.5, "eval_bleu": 33.8, "eval_samples": 1014, "step": steps}]
+
+
+# --max_steps 80 --logging_steps 50: one training loss, one evaluation at the end, then the final model's
+SHORT_HISTORY = [{"loss": 7.9, "step": 50}, {"eval_loss": 7.5, "eval_bleu": 0.4, "step": 80},
+                 {"train_runtime": 9.0, "train_loss": 7.8, "step": 80},
+                 {"eval_loss": 7.5, "eval_bleu": 0.4, "eval_samples": 10, "step": 80}]
+
+
+@pytest.fixture
+def draw():
+    figures = []
+
+    def draw(*args, **kwargs):
+        figures.append(draw_training_curves(*args, **kwargs))
+        return figures[-1]
+
+    yield draw
+    for figure in figures:
+        plt.close(figure)
+
+
+@pytest.mark.parametrize("num_beams, label", [
+    (None, "validation BLEU"), (1, "validation BLEU (greedy)"), (4, "validation BLEU (beam 4)"),
+    (6, "validation BLEU (beam 6)"),
+])
+def test_the_bleu_axis_names_the_decoding_evaluation_used(draw, tmp_path, num_beams, label):
+    kwargs = {} if num_beams is None else {"num_beams": num_beams}
+    loss_axis, bleu_axis = draw(typical_history(), **kwargs).axes
+    assert bleu_axis.get_ylabel() == label
+    assert plot_training_curves(typical_history(), tmp_path / "curves.png", **kwargs).stat().st_size > 10_000
+
+
+def training_loss_line(figure):
+    (line,) = [line for line in figure.axes[0].get_lines() if line.get_label() == "training loss"]
+    return line
+
+
+def test_a_training_loss_logged_once_shows_as_a_point(draw):
+    figure = draw(SHORT_HISTORY, num_beams=1)
+    assert training_loss_line(figure).get_marker() not in (None, "None", "", " ")  # a line of one point draws nothing
+    assert "training loss" in [text.get_text() for legend in legends(figure) for text in legend.get_texts()]
+    few = [{"loss": 8.0 - step / 100, "step": step} for step in (50, 100, 150)]
+    assert training_loss_line(draw(few)).get_marker() not in (None, "None", "", " ")
+    assert training_loss_line(draw(typical_history())).get_marker() in (None, "None", "", " ")  # many: a line alone
+
+
+def legends(figure):
+    return [*figure.legends, *(axis.get_legend() for axis in figure.axes if axis.get_legend() is not None)]
+
+
+@pytest.mark.parametrize("history", [typical_history(), SHORT_HISTORY, typical_history()[:-2]],
+                         ids=["typical", "short", "no final evaluation"])
+def test_the_legend_lies_outside_the_curves(draw, history):
+    figure = draw(history, "the run's model (average of the last 5 checkpoints)", num_beams=4)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    (legend,) = legends(figure)
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert len(labels) == len({line.get_label() for axis in figure.axes for line in axis.get_lines()})
+    box = legend.get_window_extent(renderer)
+    assert figure.bbox.contains(box.x0, box.y0) and figure.bbox.contains(box.x1, box.y1)  # not cut off
+    for axis in figure.axes:
+        assert not box.overlaps(axis.get_window_extent(renderer)), (labels, axis.get_ylabel())

@@ -237,7 +237,12 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         + 50 [6.1], so from the second batch on every translation would be cut at 20 tokens, in evaluation, in a
         later `generate()` and in every saved `generation_config.json`. The fields unset before the step are unset
         again after it.
+
+        A batch without targets (DataCollatorForSeq2Seq sets `labels` to None for sources alone) is translated
+        without a loss: Seq2SeqTrainer takes the key's presence for targets and runs the model on none.
         """
+        if "labels" in inputs and inputs["labels"] is None:
+            inputs = {name: value for name, value in inputs.items() if name != "labels"}
         config = self.model.generation_config
         unset = [name for name in config._get_default_generation_params() if getattr(config, name, None) is None]
         try:

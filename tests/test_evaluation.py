@@ -97,3 +97,15 @@ def test_a_max_length_of_20_set_by_hand_is_kept():
     model.generation_config.suppress_tokens = [0, 1, 2]  # never ends
     assert model.generate(torch.tensor([[5, 6, 7, 2]])).shape[1] == 20
     assert model.generation_config.max_length == 20
+
+
+def test_sources_without_targets_are_translated(trainer):
+    """predict() on sources alone: DataCollatorForSeq2Seq sets `labels` to None, which transformers' Seq2SeqTrainer
+    takes for targets and fails on ("The decoder needs its inputs"); this package's trainer translates them."""
+    sources = trainer.eval_dataset.remove_columns("labels")
+    if not isinstance(trainer, TokenBatchingSeq2SeqTrainer):
+        pytest.skip("transformers' Seq2SeqTrainer (5.23) runs the model on the None labels")
+    trainer.compute_metrics = None  # nothing to score against
+    prediction = trainer.predict(sources)
+    assert prediction.label_ids is None and len(prediction.predictions) == len(sources)
+    assert min(generated_lengths(trainer, prediction.predictions)) >= LONG

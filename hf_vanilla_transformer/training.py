@@ -184,8 +184,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     phases = chosen_phases(given_phases)
     defaults = recipe_defaults(given)
     if not phases["do_eval"]:
-        if given_phases.get("do_eval") is False and given_values(argv, "eval_strategy").get("eval_strategy",
-                                                                                          "no") != "no":
+        asked = given_values(argv, "eval_strategy").get("eval_strategy", "no")
+        if given_phases.get("do_eval") is False and asked != "no":
             raise InputError("--do_eval false leaves out evaluation, but --eval_strategy asks for it during training: "
                              "give one of the two.")
         defaults["eval_strategy"] = "no"
@@ -662,8 +662,9 @@ def check_optimizer_and_schedule(training_args) -> None:
 
 
 def check_push_flags(training_args) -> None:
-    """`--push_to_hub` can push: a valid repository id, a token, the Hub not switched off (checked without the
-    network, when the run starts rather than when parsing, so that a command line parses on any machine)."""
+    """`--push_to_hub` can push: a valid repository id, a token, the Hub not switched off and its host name known
+    (checked with no request to the Hub, when the run starts rather than when parsing, so that a command line
+    parses on any machine)."""
     repo_id = training_args.hub_model_id or Path(training_args.output_dir).resolve().name  # as pushed
     try:
         check_push_target(repo_id, training_args.hub_token)
@@ -671,10 +672,9 @@ def check_push_flags(training_args) -> None:
         raise InputError(f"--push_to_hub: {str(error).replace('the token flag', '--hub_token')}") from None
     if hub_unreachable():  # a name lookup, no request: the push at the end would fail after all the training
         raise InputError(
-            f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no "
-            "network or no name service), so the run could not be pushed at its end: train without --push_to_hub "
-            f"and push the saved run later, from a machine that reaches the Hub: python scripts/push_to_hub.py "
-            f"{training_args.output_dir} {repo_id}"
+            f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no network or no name service), so "
+            "the run could not be pushed at its end: train without --push_to_hub and push the saved run later, from "
+            f"a machine that reaches the Hub: python scripts/push_to_hub.py {training_args.output_dir} {repo_id}"
         )
 
 

@@ -44,9 +44,10 @@ class TranslationPipeline(Pipeline):
     Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
     a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
     `return_tensors=True` for `translation_token_ids` instead of text, and any `generate()` argument
-    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. A blank string (empty or
-    only whitespace) translates to "" (no token ids), as a blank line does in `translate_sentences`: a model asked
-    to translate nothing would otherwise make something up.
+    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Whitespace is normalized
+    on the way in and out (tabs and runs of spaces become one space, none around the text), and "</s>" or "<pad>"
+    in a sentence is text. A blank string (empty or only whitespace) translates to "" (no token ids), as a blank
+    line does in `translate_sentences`: a model asked to translate nothing would otherwise make something up.
     """
 
     _load_processor = False
@@ -83,8 +84,10 @@ class TranslationPipeline(Pipeline):
     def preprocess(self, text, truncation=False):
         if not isinstance(text, str):
             raise TypeError(f"{type(self).__name__} translates strings, got {type(text).__name__}: {text!r}")
-        encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt")
-        blank = torch.tensor([not text.strip()])
+        text = " ".join(text.split())  # tabs, runs of spaces, spaces around: one space between words, as trained
+        # "</s>" or "<pad>" in the text is text (tokenizers saved before this package set it by default too)
+        encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt", split_special_tokens=True)
+        blank = torch.tensor([not text])
         return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "blank": blank}
 
     def _forward(self, model_inputs, **generate_kwargs):
@@ -106,8 +109,8 @@ class TranslationPipeline(Pipeline):
                 text = self.tokenizer.decode(
                     output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
                 )
-                # a byte-level BPE hypothesis may begin with a space-prefixed token: no part of the translation
-                records.append({f"{self.return_name}_text": text.strip()})
+                # a byte-level BPE hypothesis may begin with a space-prefixed token, or hold runs of spaces
+                records.append({f"{self.return_name}_text": " ".join(text.split())})
         return records
 
     def save_pretrained(self, save_directory, **kwargs):
@@ -128,9 +131,9 @@ def translate_sentences(translator, sentences, *, batch_size=32, progress=False,
     order = [i for _, i in sorted(zip(lengths, todo), key=lambda pair: -pair[0])]
     translations = [""] * len(sentences)
     with tqdm(total=len(order), unit="sentence", disable=not progress) as bar:
-        outputs = translator((sentences[i].strip() for i in order), batch_size=batch_size, **call_kwargs)
+        outputs = translator((sentences[i] for i in order), batch_size=batch_size, **call_kwargs)
         for i, records in zip(order, outputs):
-            translations[i] = " ".join(records[0]["translation_text"].split())
+            translations[i] = records[0]["translation_text"]  # one line: the pipeline leaves no line breaks
             bar.update(1)
     return translations
 

@@ -1,8 +1,9 @@
 """One BPE vocabulary shared by source and target, as the paper's shared source-target vocabulary [5.1].
 
 Byte-level BPE (GPT-2's pre-tokenizer, no prefix space): every string encodes without `<unk>` and decodes back
-to itself, spaces, umlauts and all. The post-processor appends `</s>` to every sequence, source and target; the
-model starts decoding from `<s>` (`decoder_start_token_id`).
+to itself, spaces, umlauts and all, "</s>" typed in a sentence too (the special tokens are ids the tokenizer adds,
+never read from text). The post-processor appends `</s>` to every sequence, source and target; the model starts
+decoding from `<s>` (`decoder_start_token_id`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def train_bpe_tokenizer(
         bos_token=BOS_TOKEN,
         eos_token=EOS_TOKEN,
         unk_token=UNK_TOKEN,
+        split_special_tokens=True,  # "</s>" or "<pad>" in a sentence is text, not an end or padding (saved with it)
         **optional,
     )
 

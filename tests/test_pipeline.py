@@ -98,6 +98,31 @@ def test_a_hypothesis_that_begins_with_a_space_token_has_no_leading_space(transl
     assert record == {"translation_text": "Hund läuft"}
 
 
+def test_whitespace_and_typed_special_tokens_are_text(translator, reference):
+    """Spaces around a sentence, tabs and runs of spaces made other translations than the sentence typed plainly
+    (byte-level BPE has a token for each); "</s>" or "<pad>" typed in a sentence became the end or pad id."""
+    messy = "  " + SOURCES[0].replace(" ", " \t  ") + "\t "
+    assert translator([messy, SOURCES[0]]) == [{"translation_text": reference[0]}] * 2
+    model_inputs = translator.preprocess(f"{SOURCES[0]} </s> <pad>")
+    ids = model_inputs["input_ids"][0].tolist()
+    assert ids.count(translator.tokenizer.eos_token_id) == 1 and ids[-1] == translator.tokenizer.eos_token_id
+    assert translator.tokenizer.pad_token_id not in ids
+    (record,) = translator.postprocess({"output_ids": translator.tokenizer(
+        "Ein  Hund \u00a0 läuft", add_special_tokens=False, return_tensors="pt")["input_ids"][None], "blank": [False]})
+    assert record == {"translation_text": "Ein Hund läuft"}
+
+
+def test_a_new_tokenizer_reads_typed_special_tokens_as_text(tmp_path):
+    from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(["a man runs here", "ein Mann läuft hier"] * 5, 300, min_frequency=1)
+    tokenizer.save_pretrained(tmp_path)
+    for loaded in (tokenizer, AutoTokenizer.from_pretrained(tmp_path)):
+        ids = loaded("a man </s> runs <pad>")["input_ids"]
+        assert ids.count(loaded.eos_token_id) == 1 and loaded.pad_token_id not in ids
+        assert loaded.decode(ids, skip_special_tokens=True) == "a man </s> runs <pad>"
+
+
 def test_blank_strings_translate_to_blank(translator, reference):
     assert translator("") == [{"translation_text": ""}]
     for batch_size in (1, 2):

@@ -4,7 +4,7 @@
     python scripts/translate.py runs/de-en test.de > test.en
     echo "Ein Hund läuft über die Wiese." | python scripts/translate.py user/transformer-de-en
     python scripts/translate.py runs/de-en test.de -o test.en --batch_size 64 --num_beams 5 --device cuda
-    python scripts/translate.py runs/de-en test.de --quantize int8 > test.en   # faster on the CPU
+    python scripts/translate.py runs/de-en test.de --quantize int8 > test.en   # int8 weights on the CPU
 
 Output: one line per input line, in input order (blank lines stay blank). Sentences are batched by length,
 longest first, to waste little padding; a progress bar goes to stderr unless --quiet. Beam search follows the
@@ -38,8 +38,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps, ... (default: cuda if available)")
     parser.add_argument("--revision", default=None, help="branch, tag or commit of a Hub model")
     parser.add_argument("--quantize", choices=["int8"],
-                        help="int8: dynamic int8 quantization of the linear layers, for faster translation on the "
-                             "CPU (quantize_int8; translations may differ slightly from fp32's)")
+                        help="int8: dynamic int8 quantization of the linear layers, on the CPU (quantize_int8; "
+                             "faster on some CPUs; translations may differ slightly from fp32's and with the batch)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     for name in ("batch_size", "num_beams", "max_new_tokens"):

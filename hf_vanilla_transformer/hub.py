@@ -198,6 +198,12 @@ def model_location(name_or_path: str, revision: str | None = None) -> str:
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise MissingFileError(f"{name_or_path} is a directory but not a saved model: it has no config.json.")
+        if (path / "model.bin").is_file() and (path / "shared_vocabulary.json").is_file():
+            raise InputError(
+                f"{name_or_path} is a CTranslate2 export (model.bin), which transformers cannot load: translate with "
+                "ctranslate2.Translator (`python scripts/export_ctranslate2.py --help` shows how), or give the model "
+                "folder it was exported from."
+            )
         if revision is not None:
             raise InputError(
                 f"--revision {revision} picks a version of a Hub repo, but {name_or_path} is a folder here, which "

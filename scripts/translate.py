@@ -110,8 +110,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(error))
     except OSError as error:
         parser.error(f"Cannot read {args.file}: {error.strerror or error}.")
-    if not any(line.strip() for line in lines):
-        parser.error(f"Nothing to translate: {'standard input' if args.file == '-' else args.file} has no text.")
+    if not any(line.strip() for line in lines):  # as a filter does: nothing in, nothing out (blank lines stay blank)
+        if not args.quiet:
+            print(f"translate.py: nothing to translate: {'standard input' if args.file == '-' else args.file} has no "
+                  "text.", file=sys.stderr)
+        write_translations([""] * len(lines), args, parser)
+        return
 
     if args.quiet:
         from huggingface_hub.utils import disable_progress_bars
@@ -141,6 +145,11 @@ def main(argv: list[str] | None = None) -> None:
     translations = translate_sentences(
         translator, lines, batch_size=args.batch_size, progress=not args.quiet, **generate_kwargs
     )
+    write_translations(translations, args, parser)
+
+
+def write_translations(translations: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """One translation a line, to `-o` or standard output."""
     text = "".join(line + "\n" for line in translations)
     try:
         if args.output != "-":

@@ -106,7 +106,6 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
         (lambda d, t: [str(t / "missing_model"), str(t / "in.txt")], "No model directory at"),
         (lambda d, t: [str(t), str(t / "in.txt")], "not a saved model"),
         (lambda d, t: [str(d), str(t / "missing.txt")], "Cannot read"),
-        (lambda d, t: [str(d), str(t / "empty.txt")], "Nothing to translate"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--batch_size", "0"], "--batch_size must be at least 1"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--quantize", "int8", "--device", "cuda"], "runs on the CPU"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--num_beams", "0"], "--num_beams must be at least 1, got 0"),
@@ -119,17 +118,33 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
         (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t / "no" / "out.txt")], "does not exist; create it"),
         (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t / "." / "in.txt")], "is the input file"),
         (lambda d, t: [str(d), str(t / "model.bin")], "model.bin is not a text file (line 1 holds NUL bytes)"),
+        (lambda d, t: [str(t / "ct2"), str(t / "in.txt")], "ct2 is a CTranslate2 export (model.bin), which "
+         "transformers cannot load: translate with ctranslate2.Translator"),
     ],
 )
 def test_errors(script, model_dir, tmp_path, capsys, make_args, message):
     (tmp_path / "in.txt").write_text("Ein Satz.\n")
-    (tmp_path / "empty.txt").write_text("\n  \n")
     (tmp_path / "model.bin").write_bytes(b"PK\x03\x04\x00\x00\xff\xfe\n")
+    (tmp_path / "ct2").mkdir()  # what export_ctranslate2.py writes (and a tokenizer/ folder)
+    for name in ("config.json", "model.bin", "shared_vocabulary.json"):
+        (tmp_path / "ct2" / name).write_text("{}")
     with pytest.raises(SystemExit) as exit_info:
         script.main(make_args(model_dir, tmp_path))
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert (tmp_path / "in.txt").read_text() == "Ein Satz.\n"  # never replaced by its translation
+
+
+def test_nothing_to_translate_is_no_translations_as_a_filter_gives(script, model_dir, tmp_path, capsys):
+    """An empty file, or blank lines only: as many blank lines out (none for an empty file), status 0 and a note on
+    standard error, as `sort` or `sed` take an empty input (it was an error with status 2)."""
+    (tmp_path / "blank.txt").write_text("\n  \n")
+    (tmp_path / "empty.txt").write_text("")
+    script.main([str(model_dir), str(tmp_path / "blank.txt"), "-o", str(tmp_path / "blank.out")])
+    assert (tmp_path / "blank.out").read_text() == "\n\n"
+    assert capsys.readouterr().err == f"translate.py: nothing to translate: {tmp_path / 'blank.txt'} has no text.\n"
+    script.main([str(model_dir), str(tmp_path / "empty.txt"), "-q"])
+    assert capsys.readouterr() == ("", "")  # -q: not even the note
 
 
 @pytest.mark.parametrize(

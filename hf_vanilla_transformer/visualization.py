@@ -89,14 +89,17 @@ def compute_attention(model, tokenizer, sentence: str, target: str | None = None
 
 
 def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
-    """Readable labels for token ids: each token decoded on its own (byte-level pieces become text), stripped."""
+    """Readable labels for token ids: each token decoded on its own (byte-level pieces become text), stripped; a
+    token holding part of a character's bytes (an emoji's, a Chinese character's), which decodes to U+FFFD and draws
+    as an empty box, keeps its byte-level form."""
     special = set(tokenizer.all_special_ids)
     labels = []
     for token_id in ids:
-        if token_id in special:
+        text = tokenizer.decode([token_id]).strip()
+        if token_id in special or "\ufffd" in text:
             labels.append(tokenizer.convert_ids_to_tokens(token_id))
         else:
-            labels.append(tokenizer.decode([token_id]).strip() or "␣")
+            labels.append(text or "␣")
     return labels
 
 

@@ -48,6 +48,17 @@ def test_attention_maps_of_a_given_target(model_and_tokenizer):
         compute_attention(*model_and_tokenizer, "  ")
 
 
+def test_pieces_of_a_character_are_labelled_by_their_bytes(model_and_tokenizer):
+    """An emoji or a Chinese character falls into byte pieces, each of which decodes to U+FFFD (an empty box on the
+    axis): such a piece keeps its byte-level form."""
+    from hf_vanilla_transformer.visualization import token_labels
+
+    _, tokenizer = model_and_tokenizer
+    ids = tokenizer("Hund 🐶 中文", add_special_tokens=False)["input_ids"]
+    labels = token_labels(tokenizer, ids)
+    assert "".join(labels).startswith("Hund") and not any("\ufffd" in label for label in labels)
+
+
 def test_plot_attention_grid(maps, tmp_path):
     everything = matplotlib.image.imread(plot_attention(maps, "cross", tmp_path / "all.png"))
     chosen = matplotlib.image.imread(plot_attention(maps, "cross", tmp_path / "one.png", layers=[2], heads=[1, 3]))

@@ -21,6 +21,7 @@ from pathlib import Path
 import datasets
 import torch
 import transformers
+from accelerate.utils import broadcast_object_list
 from transformers import (
     AutoConfig,
     AutoModelForSeq2SeqLM,
@@ -712,33 +713,40 @@ def model_config(model_args: ModelArguments, data_args: DataArguments, vocab_siz
 
 
 def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from: str | None = None):
-    """The given tokenizer; when resuming, the checkpoint's (else the run folder's); else a new BPE one, trained by
-    the main process and saved in output_dir, where the other processes load it. A tokenizer left in output_dir by
-    an earlier run is not reused unless resuming: its vocabulary may not be what the flags ask for now."""
+    """The given tokenizer; when resuming, the checkpoint's (else the run folder's); else a new BPE one, trained on
+    the training data and saved in output_dir. A tokenizer left in output_dir by an earlier run is not reused unless
+    resuming: its vocabulary may not be what the flags ask for now. Under several processes the main process
+    chooses or trains it and sends it to the others: on other machines the run's folder may hold an earlier run's,
+    or nothing (no shared disk)."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
         with loading_from(name, "a tokenizer"):
             return load_tokenizer(name)
+    tokenizer = None
+    if training_args.process_index == 0:
+        tokenizer = resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
+    if training_args.world_size > 1:
+        tokenizer = broadcast_object_list([tokenizer], from_process=0)[0]
+    return tokenizer
+
+
+def resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from: str | None):
+    """`load_or_train_tokenizer`'s work in the main process."""
     output_dir = Path(training_args.output_dir)
-    with training_args.main_process_first(desc="training the BPE tokenizer"):
-        saved = [Path(resume_from), output_dir] if resume_from else []
-        if training_args.process_index > 0:
-            saved.append(output_dir)  # the main process went first and saved it there
-        for folder in saved:
-            if (folder / "tokenizer.json").exists():
-                logger.info("Reusing the tokenizer saved in %s", folder)
-                return load_tokenizer(folder)
-        texts = translation_texts(raw_datasets["train"], data_args.source_lang, data_args.target_lang)
-        tokenizer = train_bpe_tokenizer(texts, model_args.vocab_size)
-        if training_args.process_index == 0:
-            tokenizer.save_pretrained(output_dir)
-        logger.info("Trained a shared BPE vocabulary of %d tokens", len(tokenizer))
-        if len(tokenizer) < 0.9 * model_args.vocab_size:
-            logger.warning(
-                "The BPE vocabulary has %d tokens, fewer than --vocab_size %d: the training text has no more merges "
-                "to learn. The model's vocabulary is the tokenizer's.", len(tokenizer), model_args.vocab_size,
-            )
-        return tokenizer
+    for folder in [Path(resume_from), output_dir] if resume_from else []:
+        if (folder / "tokenizer.json").exists():
+            logger.info("Reusing the tokenizer saved in %s", folder)
+            return load_tokenizer(folder)
+    texts = translation_texts(raw_datasets["train"], data_args.source_lang, data_args.target_lang)
+    tokenizer = train_bpe_tokenizer(texts, model_args.vocab_size)
+    tokenizer.save_pretrained(output_dir)
+    logger.info("Trained a shared BPE vocabulary of %d tokens", len(tokenizer))
+    if len(tokenizer) < 0.9 * model_args.vocab_size:
+        logger.warning(
+            "The BPE vocabulary has %d tokens, fewer than --vocab_size %d: the training text has no more merges "
+            "to learn. The model's vocabulary is the tokenizer's.", len(tokenizer), model_args.vocab_size,
+        )
+    return tokenizer
 
 
 def _pretrained(name_or_path: str) -> str:

@@ -32,6 +32,7 @@ from hf_vanilla_transformer.batching import TokenBatchSampler
 from hf_vanilla_transformer.data import load_translation_datasets, tokenize_translation_datasets
 from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE, TokenBatchingSeq2SeqTrainer, last_complete_checkpoint
+from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
 from hf_vanilla_transformer.training import parse_arguments
 
 ACCELERATE = shutil.which("accelerate", path=os.path.dirname(sys.executable))
@@ -89,6 +90,9 @@ def two_machines(tmp_path_factory):
     """`accelerate launch --config_file configs/accelerate/multi_node.yaml --machine_rank 0|1 ...` started side by
     side: DDP over gloo, one process a machine, one output folder (as on a shared file system)."""
     root = tmp_path_factory.mktemp("two_machines")
+    # an earlier run's tokenizer in the folder (another vocabulary): machine 1 trained with it, machine 0 a new one
+    train_bpe_tokenizer(["an earlier run's text", "ein früherer Text"] * 10, 270, min_frequency=1).save_pretrained(
+        root / "run")
     port = free_port()
     machines = [
         start(accelerate_launch("multi_node.yaml", "--machine_rank", rank, "--main_process_port", port),
@@ -109,6 +113,7 @@ def two_machines(tmp_path_factory):
 def test_two_machines_train_one_model_and_rank_0_alone_writes_it(two_machines):
     out, (log0, log1) = two_machines
     assert "process 0 of 2" in log0 and "process 1 of 2" in log1
+    assert "Reusing the tokenizer" not in log0 + log1  # rank 0 trained one, and sent it to rank 1
     # both ranks compared their weights at the end (the check raises on any difference) and print the same sum
     same = [re.findall(r"All 2 processes hold identical weights \(sum (\S+)\)", log) for log in (log0, log1)]
     assert same[0] and same[0] == same[1]

@@ -222,6 +222,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
+    check_fsdp_saving(training_args)
     check_best_model_flags(training_args, data_args)
     for name, why in IGNORED_FLAGS.items():
         if name in given and (name != "train_sampling_strategy" or training_args.max_tokens_per_batch):
@@ -452,6 +453,15 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
     if training_args.load_best_model_at_end:  # the best checkpoint is the run's model
         return False
     return count is None or "save_total_limit" not in given or limit is None or limit >= count
+
+
+def check_fsdp_saving(training_args) -> None:
+    """The Trainer under FSDP writes no --save_only_model checkpoint: it fails at the first one."""
+    if training_args.save_only_model and fsdp_requested(training_args):
+        raise InputError(
+            "--save_only_model under FSDP: the Trainer fails at the first checkpoint of a sharded model without its "
+            "optimizer state. Leave --save_only_model out under FSDP (its checkpoints are shards, quick to write)."
+        )
 
 
 def check_averaging(training_args, keep_limit: bool) -> None:
@@ -1131,6 +1141,27 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
         raise InputError(
             f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "
             f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint."
+        )
+    if step == training_args.max_steps > 0:  # the Trainer would train one step more
+        run = Path(checkpoint).parent
+        raise InputError(
+            f"{checkpoint} is at step {step}, --max_steps: the training is complete (the run stopped after saving its "
+            f"last checkpoint). Finish it without training: average the last checkpoints (python "
+            f"scripts/average_checkpoints.py {run} --output_dir {run / 'averaged'}) and score the average with "
+            f"--model_name_or_path {run / 'averaged'} --do_train false; or give --max_steps above {step} to train on."
+        )
+    sharded = any(Path(checkpoint).glob("pytorch_model_fsdp*"))
+    if sharded and not fsdp_requested(training_args):
+        raise InputError(
+            f"{checkpoint} was saved under FSDP (its weights are sharded in pytorch_model_fsdp_*): resume it under "
+            "the same FSDP launch (e.g. accelerate launch --config_file configs/accelerate/fsdp.yaml ...)."
+        )
+    saved_by = len(list(Path(checkpoint).glob("rng_state*.pth")))  # one per process
+    if saved_by and saved_by != training_args.world_size:
+        logger.warning(
+            "%s was saved by %d processes and this run has %d: the batches an optimizer step sums change, and so do "
+            "the epoch count and the schedule's pace. Resume with as many processes for the run it would have been.",
+            checkpoint, saved_by, training_args.world_size,
         )
 
 

@@ -4,6 +4,7 @@ HF_VANILLA_TRANSFORMER_DEBUG=1 shows the traceback; real bugs keep theirs."""
 import gzip
 import json
 import os
+import shutil
 import runpy
 import subprocess
 import sys
@@ -542,9 +543,22 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
     status, err = run_script("train_translation", *run, "--max_steps", "3", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "is at step 4, past --max_steps 3: there is nothing left to train" in err
+    # a run stopped after its last checkpoint, resumed: the Trainer trained a step past --max_steps
+    status, err = run_script("train_translation", *run, "--max_steps", "4", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and "is at step 4, --max_steps: the training is complete" in err
+    assert f"python scripts/average_checkpoints.py {tmp_path / 'run'} --output_dir" in err
+    last = tmp_path / "run" / "checkpoint-4"
+    (last / "pytorch_model_fsdp_0").mkdir()  # a sharded FSDP checkpoint, resumed without FSDP: a traceback
+    status, err = run_script("train_translation", *run, "--max_steps", "8", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and f"{last} was saved under FSDP (its weights are sharded" in err
+    (last / "pytorch_model_fsdp_0").rmdir()
+    shutil.copy(last / "rng_state.pth", last / "rng_state_1.pth")  # as if two processes had saved it
     caplog.clear()
     main([*map(str, run), "--max_steps", "6", *resume])  # resuming as the run started: no warning about tied names
     assert (tmp_path / "run" / "checkpoint-6").is_dir() and "missing keys" not in caplog.text
+    assert f"{last} was saved by 2 processes and this run has 1" in caplog.text
 
 
 def test_resuming_from_weights_only_checkpoints_is_refused(tmp_path, monkeypatch, capsys):

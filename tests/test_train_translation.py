@@ -640,3 +640,11 @@ def test_the_model_of_a_run_saved_without_checkpoints_is_not_replaced_unasked(tm
     with pytest.raises(InputError, match="holds the model of an earlier run .*--overwrite_output_dir true"):
         main(flags)
     assert (tmp_path / "model.safetensors").read_bytes() == b"an earlier run's weights"
+
+
+def test_save_only_model_under_fsdp_is_refused_before_training(tmp_path, monkeypatch):
+    """The Trainer under FSDP failed at the first checkpoint with --save_only_model (FileNotFoundError on rank 0,
+    a gloo error on the others), after the data work and the first steps."""
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")  # accelerate launch --use_fsdp
+    with pytest.raises(InputError, match="--save_only_model under FSDP: the Trainer fails at the first checkpoint"):
+        parse_arguments(["--output_dir", str(tmp_path), "--save_only_model", "true"])

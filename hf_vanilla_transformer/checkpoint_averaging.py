@@ -16,7 +16,18 @@ UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out
             "others")
 
 
+def _check_not_sharded(checkpoint: Path) -> None:
+    """A checkpoint of FSDP's sharded state dict holds shards, not a model's weights to average."""
+    if any(checkpoint.glob("pytorch_model_fsdp*")):
+        raise InputError(
+            f"{checkpoint} is a sharded FSDP checkpoint (pytorch_model_fsdp_*): averaging needs whole weights. Train "
+            "under FSDP with --fsdp_state_dict_type FULL_STATE_DICT for such checkpoints, or merge each one's shards "
+            "first (accelerate merge-weights CHECKPOINT/pytorch_model_fsdp_0 OUTPUT)."
+        )
+
+
 def _load_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
+    _check_not_sharded(checkpoint)
     files = sorted(checkpoint.glob("*.safetensors"))
     if not files:
         raise MissingFileError(f"{checkpoint} has no *.safetensors weights: {UNUSABLE}.")
@@ -74,6 +85,7 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
     if not checkpoints:
         raise ValueError("No checkpoints to average.")
     last = Path(checkpoints[-1])
+    _check_not_sharded(last)
     if not (last / "config.json").is_file():
         raise MissingFileError(f"{last} has no config.json: {UNUSABLE}.")
     weights = averaged_weights(checkpoints)  # first: it names a checkpoint whose weights are missing or damaged

@@ -839,7 +839,9 @@ def main(argv: list[str] | None = None) -> dict:
     model = load_or_build_model(model_args, data_args, tokenizer)
     if resume_from:
         check_resumable(resume_from, model, training_args)
-    logger.info("Model: %s with %.1fM parameters", type(model).__name__, model.num_parameters() / 1e6)
+    count = model.num_parameters()
+    logger.info("Model: %s with %s parameters", type(model).__name__,
+                f"{count / 1e6:.1f}M" if count >= 100_000 else f"{count:,}")
 
     with training_args.main_process_first(desc="tokenizing"):
         tokenized = tokenize_translation_datasets(
@@ -921,7 +923,7 @@ def main(argv: list[str] | None = None) -> dict:
         if training_args.do_train:
             print(f"\nThe run's model, tokenizer and model card are in {output_dir}: translate with python "
                   f"{translate_script()} {output_dir}, or load it with "
-                  f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}).")
+                  f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}) after import hf_vanilla_transformer.")
         if push_to_hub:
             try:
                 commit = push_from_training_args(training_args)
@@ -935,6 +937,8 @@ def main(argv: list[str] | None = None) -> dict:
                     f"python scripts/push_to_hub.py {output_dir} {repo_id}"
                 ) from error
             logger.info("Pushed %s to %s", output_dir, commit.commit_url)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()  # as torch asks of a distributed program before it exits
     return all_metrics
 
 

@@ -74,7 +74,8 @@ def test_builtin_run_writes_everything(builtin_run):
     assert "eval_bleu" in log  # the Trainer's metric tables
     translate = Path(SCRIPT).with_name("translate.py")  # beside the training script, as the command named it
     assert f"The run's model, tokenizer and model card are in {out}: translate with python {translate} " \
-           f"{out}, or load it with AutoModelForSeq2SeqLM.from_pretrained('{out}')." in log  # where it all went
+           f"{out}, or load it with AutoModelForSeq2SeqLM.from_pretrained('{out}') after import hf_vanilla_transformer." \
+        in log  # where it all went
     model = AutoModelForSeq2SeqLM.from_pretrained(out)
     tokenizer = AutoTokenizer.from_pretrained(out)
     assert type(model).__name__ == "VanillaTransformerForConditionalGeneration"

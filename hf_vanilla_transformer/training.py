@@ -178,6 +178,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     """Parse `argv` with the paper's recipe (and, for the built-in corpus, the small run) as defaults. A single
     `.json`, `.yaml` or `.yml` file in place of the flags holds them (`{"output_dir": "runs/x", ...}`), as in
     transformers' examples; it gets the same defaults and checks as flags."""
+    check_launch()
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         argv = flags_from_file(argv[0])
     given = {arg.split("=")[0].lstrip("-").replace("-", "_") for arg in argv if arg.startswith("--")}  # both spellings
@@ -269,6 +270,19 @@ def check_best_model_flags(training_args, data_args) -> None:
             "--load_best_model_at_end and --average_last_checkpoints both choose the run's model: pass "
             "--average_last_checkpoints 0 to keep the best checkpoint, or leave --load_best_model_at_end out to "
             "average the last ones."
+        )
+
+
+def check_launch() -> None:
+    """`accelerate launch --num_processes N` that started one process: its simple launcher (`--cpu`, or no
+    `--multi_gpu` and no config) sets a rendezvous address for N > 1 processes but starts this one alone, which
+    would train by itself, without FSDP, where several processes were asked for."""
+    launched_by_accelerate = "ACCELERATE_MIXED_PRECISION" in os.environ
+    if launched_by_accelerate and "MASTER_ADDR" in os.environ and "WORLD_SIZE" not in os.environ:
+        raise InputError(
+            "accelerate launch was asked for several processes but started one (its --cpu launcher, or one without "
+            "--multi_gpu, starts a single process): use accelerate launch --multi_gpu --num_processes N (CPU "
+            "processes over gloo where there is no GPU), a --config_file, or torchrun --nproc_per_node N."
         )
 
 

@@ -649,3 +649,15 @@ def test_save_only_model_under_fsdp_is_refused_before_training(tmp_path, monkeyp
     monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")  # accelerate launch --use_fsdp
     with pytest.raises(InputError, match="--save_only_model under FSDP: the Trainer fails at the first checkpoint"):
         parse_arguments(["--output_dir", str(tmp_path), "--save_only_model", "true"])
+
+
+def test_accelerate_launch_that_started_one_of_several_processes_is_refused(tmp_path, monkeypatch):
+    """`accelerate launch --cpu --num_processes 2` (or without --multi_gpu) starts one process, with a rendezvous
+    address but no WORLD_SIZE: it trained alone, and under an FSDP config without FSDP, exit status 0."""
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(InputError, match="accelerate launch was asked for several processes but started one"):
+        parse_arguments(["--output_dir", str(tmp_path)])
+    monkeypatch.setenv("WORLD_SIZE", "1")  # what its multi-process launchers set: a run goes ahead
+    parse_arguments(["--output_dir", str(tmp_path)])

@@ -33,7 +33,8 @@ is the median of the per-round ratios. Figures, by default fp32 on the CPU with 
   ours int8 (CPU, fp32 only): greedy and beam 4 of our model after quantize_int8 (dynamic int8 quantization of
       the linear layers, PyTorch's fbgemm kernels), same sources and lengths;
   CTranslate2 (CPU, fp32 only): our model exported with export_ctranslate2, fp32 and int8 weights, greedy and
-      beam 4, same sources and lengths, --threads intra-op threads.
+      beam 4, same sources and lengths, --threads intra-op threads; in rounds of their own after the PyTorch
+      engines' (a CTranslate2 translator that has run slows PyTorch beside it), compared with ours by medians.
 """
 
 from __future__ import annotations
@@ -445,8 +446,8 @@ def run_training_script_loop(args, model) -> float:
     return args.batch_size * args.seq_len * timed_steps / (end - start)
 
 
-def generation_runners(args, ours, marian, num_beams, translators, ours_int8=None):
-    """Runners for each engine, and whether each one's warm-up translations equal ours (the same work)."""
+def generation_runners(args, ours, marian, num_beams, ours_int8=None):
+    """Runners for each PyTorch engine, and the warm-up's translations of each (what equal ones mean: the same work)."""
     input_ids, attention_mask = generation_batch(args, torch.Generator().manual_seed(args.seed + 1))
     options = {
         "attention_mask": attention_mask,
@@ -467,25 +468,50 @@ def generation_runners(args, ours, marian, num_beams, translators, ours_int8=Non
     runners = {"ours": lambda: generate(ours), "marian": lambda: generate(marian)}
     if ours_int8 is not None:
         runners["ours_int8"] = lambda: generate(ours_int8)
-    if translators:
-        source = [[str(i) for i in row] for row in input_ids.tolist()]
-        ct2_options = {
-            "beam_size": num_beams,
-            "length_penalty": 0.6 if num_beams > 1 else 0.0,
-            "max_decoding_length": args.gen_tokens,
-            "min_decoding_length": args.gen_tokens,
-            "return_end_token": True,
-        }
+    return runners, {name: runner() for name, runner in runners.items()}  # also the warm-up
 
-        def translate(translator):
-            results = translator.translate_batch(source, **ct2_options)
-            return [[int(token) for token in result.hypotheses[0]] for result in results]
 
-        for name, translator in translators.items():
-            runners[name] = functools.partial(translate, translator)
-    outputs = {name: runner() for name, runner in runners.items()}  # also the warm-up
-    same = {name: output == outputs["ours"] for name, output in outputs.items() if name != "ours"}
-    return runners, same
+def ctranslate2_runners(args, num_beams, translators):
+    """Runners for each CTranslate2 translator, on generation_runners' sources, and the warm-up's translations."""
+    input_ids, _ = generation_batch(args, torch.Generator().manual_seed(args.seed + 1))
+    source = [[str(i) for i in row] for row in input_ids.tolist()]
+    options = {
+        "beam_size": num_beams,
+        "length_penalty": 0.6 if num_beams > 1 else 0.0,
+        "max_decoding_length": args.gen_tokens,
+        "min_decoding_length": args.gen_tokens,
+        "return_end_token": True,
+    }
+
+    def translate(translator):
+        results = translator.translate_batch(source, **options)
+        return [[int(token) for token in result.hypotheses[0]] for result in results]
+
+    runners = {name: functools.partial(translate, translator) for name, translator in translators.items()}
+    return runners, {name: runner() for name, runner in runners.items()}
+
+
+def measure_generation(args, ours, marian, num_beams, device, ours_int8=None, ctranslate2_models=None) -> dict:
+    """`figure` of the PyTorch engines' alternating rounds, then of CTranslate2's in rounds of their own, with
+    translators made for them and freed after: a CTranslate2 translator that has translated keeps the cores busy
+    while it lives (PyTorch's decoding ran ~40% slower beside one, Marian's a little less), which would skew the
+    PyTorch figures and flatter CTranslate2's ratios. CTranslate2's `<name>_vs_ours` compare medians."""
+    runners, outputs = generation_runners(args, ours, marian, num_beams, ours_int8)
+    result = figure(args.gen_sentences, alternate(args.repeats, runners, device))
+    result["same_translations_as_ours"] = {name: output == outputs["ours"] for name, output in outputs.items()
+                                           if name != "ours"}
+    if ctranslate2_models:
+        translators = ctranslate2_translators(args, ctranslate2_models)
+        runners, translations = ctranslate2_runners(args, num_beams, translators)
+        times = alternate(args.repeats, runners, device)
+        del runners, translators
+        gc.collect()
+        for name, values in times.items():
+            result[name] = args.gen_sentences / statistics.median(values)
+            result[f"{name}_vs_ours"] = result[name] / result["ours"]
+            result["rounds"][name] = [args.gen_sentences / value for value in values]
+            result["same_translations_as_ours"][name] = translations[name] == outputs["ours"]
+    return result
 
 
 def generation_compile_config(args):
@@ -498,21 +524,24 @@ def generation_compile_config(args):
     return config
 
 
-def ctranslate2_translators(args, ours, directory):
-    import ctranslate2
-
+def ctranslate2_exports(args, ours, directory) -> dict[str, tuple[Path, str]]:
+    """Our model exported to CTranslate2 in `directory`, fp32 and int8: name -> (folder, compute type)."""
     from hf_vanilla_transformer.export import export_ctranslate2
 
     vocabulary = [str(i) for i in range(args.vocab_size)]
-    threads = args.threads or torch.get_num_threads()
-    translators = {}
+    exports = {}
     for name, quantization in (("ctranslate2_fp32", None), ("ctranslate2_int8", "int8")):
         out_dir = export_ctranslate2(ours, Path(directory) / name, quantization=quantization, vocabulary=vocabulary)
-        translators[name] = ctranslate2.Translator(
-            str(out_dir), device="cpu", compute_type="float32" if quantization is None else "int8",
-            intra_threads=threads,
-        )
-    return translators
+        exports[name] = (out_dir, "float32" if quantization is None else "int8")
+    return exports
+
+
+def ctranslate2_translators(args, exports: dict[str, tuple[Path, str]]) -> dict:
+    import ctranslate2
+
+    threads = args.threads or torch.get_num_threads()
+    return {name: ctranslate2.Translator(str(folder), device="cpu", compute_type=compute_type, intra_threads=threads)
+            for name, (folder, compute_type) in exports.items()}
 
 
 def machine_description(args) -> dict:
@@ -743,20 +772,20 @@ def main(argv=None):
 
         ours_int8 = quantize_int8(copy.deepcopy(ours))
     with tempfile.TemporaryDirectory() as directory:  # generation first, while both models hold the same weights
-        translators = {}
+        exports = {}
         if "ctranslate2" not in args.skip:
             try:
-                translators = ctranslate2_translators(args, ours, directory)
+                import ctranslate2  # noqa: F401
+
+                exports = ctranslate2_exports(args, ours, directory)
             except ImportError:
                 log("ctranslate2 is not installed: no CTranslate2 figures")
         for key, num_beams, skip in (("greedy_sentences_per_s", 1, "greedy"), ("beam4_sentences_per_s", 4, "beam")):
             if skip in args.skip:
                 continue
             log(f"generation, {num_beams} beam(s)")
-            runners, same = generation_runners(args, ours, marian, num_beams, translators, ours_int8)
-            results[key] = figure(args.gen_sentences, alternate(args.repeats, runners, device))
-            results[key]["same_translations_as_ours"] = same
-        del translators, ours_int8
+            results[key] = measure_generation(args, ours, marian, num_beams, device, ours_int8, exports)
+        del ours_int8
     if "train" not in args.skip:  # the models' weights part here: their dropout masks differ
         log("training")
         results["train_tokens_per_s"] = run_training(args, ours, marian)

@@ -125,6 +125,8 @@ def check_arguments(args, parser) -> None:
             parser.error(f"--{name} must be at least 1, got {value}.")
     if args.warmup_steps < 0:
         parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
+    if {"train", "greedy", "beam", "memory"} <= set(args.skip):  # int8, ctranslate2, script: parts of those
+        parser.error("--skip leaves nothing to measure: keep at least one of train, greedy, beam, memory.")
     from hf_vanilla_transformer.errors import InputError, device_from_name
 
     try:

@@ -368,6 +368,7 @@ def run_of_two_models(tmp_path):
     ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
     ("benchmark", lambda d, t: ["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
     ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),
+    ("benchmark", lambda d, t: ["--skip", "train", "greedy", "beam", "memory"], "--skip leaves nothing to measure"),
 ])
 def test_other_scripts_user_errors(name, make_args, expected, model_dir, tmp_path, monkeypatch, capsys):
     status, err = run_script(name, *make_args(model_dir, tmp_path), monkeypatch=monkeypatch, capsys=capsys)

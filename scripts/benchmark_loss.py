@@ -93,7 +93,8 @@ def main(argv=None):
     ratio = statistics.median(old / new for old, new in zip(times["label_smoother"], times["chunked"]))
     logits_mib = args.tokens * args.vocab_size * DTYPES[args.dtype].itemsize / 2**20
     machine = machine_description(argparse.Namespace(threads=None, device=args.device))
-    where = machine["device"] if device.type != "cpu" else f"{machine['cpu']}, {machine['threads']} threads"
+    threads = machine["threads"]
+    where = machine["device"] if device.type != "cpu" else f"{machine['cpu']}, {threads} thread{'s' * (threads != 1)}"
     print(f"{where}; {args.tokens} tokens x vocab {args.vocab_size}, {args.dtype} logits ({logits_mib:.0f} MiB), "
           f"label smoothing {args.label_smoothing}")
     for name in LOSSES:
@@ -101,8 +102,8 @@ def main(argv=None):
         print(f"  {name:15s} peak {memory[name]:8.0f} MiB above the logits, {milliseconds:8.1f} ms a step (loss and "
               "backward)")
     base = memory["label_smoother"]  # 0 when too small for the resident set size to show it
-    memory_ratio = f"{memory['chunked'] / base:.2f}x" if base > 0 else "n/a"
-    print(f"  chunked: {memory_ratio} the memory, {ratio:.2f}x the speed")
+    compared = f"{memory['chunked'] / base:.2f}x the memory" if base > 0 else "memory too small to compare"
+    print(f"  chunked: {compared}, {ratio:.2f}x the speed")
 
 
 if __name__ == "__main__":

@@ -228,3 +228,4 @@ def test_benchmark_script_measures_both_losses(monkeypatch, capsys):
     output = capsys.readouterr().out
     assert "64 tokens x vocab 500" in output
     assert "label_smoother  peak" in output and "chunked         peak" in output and "x the speed" in output
+    assert "n/a the memory" not in output and " 1 threads" not in output  # words, also for tiny sizes and 1 thread

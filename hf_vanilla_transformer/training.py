@@ -224,6 +224,14 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     check_fsdp_saving(training_args)
+    check_scoring_folder(model_args, training_args)
+    warmup = training_args.get_warmup_steps(training_args.max_steps)
+    if training_args.do_train and 0 < training_args.max_steps <= warmup:
+        logger.warning(
+            "--warmup_steps %d is not below --max_steps %d: the learning rate rises for the whole run and never reaches "
+            "its peak (%.3g). For a short run, such as a fine-tuning, give fewer --warmup_steps.",
+            warmup, training_args.max_steps, training_args.learning_rate,
+        )
     check_best_model_flags(training_args, data_args)
     for name, why in IGNORED_FLAGS.items():
         if name in given and (name != "train_sampling_strategy" or training_args.max_tokens_per_batch):
@@ -469,6 +477,19 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
     return count is None or "save_total_limit" not in given or limit is None or limit >= count
 
 
+def check_scoring_folder(model_args, training_args) -> None:
+    """Scoring a model (no training) into its own folder would replace its results and predictions with the new
+    data's and merge the scores into its all_results.json, while its card keeps the old ones."""
+    model = model_args.model_name_or_path
+    if not training_args.do_train and model and os.path.isdir(model) and os.path.isdir(training_args.output_dir) \
+            and os.path.samefile(model, training_args.output_dir):
+        raise InputError(
+            f"--output_dir {training_args.output_dir} is the folder of --model_name_or_path: scoring into it would mix "
+            "these scores into the model's own results while its card keeps the old ones. Give another --output_dir, "
+            f"e.g. {os.path.join(training_args.output_dir, 'scored')}."
+        )
+
+
 def check_fsdp_saving(training_args) -> None:
     """The Trainer under FSDP writes no --save_only_model checkpoint: it fails at the first one."""
     if training_args.save_only_model and fsdp_requested(training_args):
@@ -553,10 +574,11 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
     A fine-tuned model has its own size and vocabulary, and a config its own preset: flags that would be silently
     ignored are an error."""
     if model_args.model_name_or_path:
-        ignored = [f"--{flag}" for flag in (*SIZE_FLAGS, "vocab_size") if flag in given]
+        ignored = [f"--{flag}" for flag in (*SIZE_FLAGS, "vocab_size", "config_name") if flag in given]
         if ignored:
             raise InputError(
-                f"{', '.join(ignored)} shape a new model, but --model_name_or_path {model_args.model_name_or_path} "
+                f"{', '.join(ignored)} {'shape' if len(ignored) > 1 else 'shapes'} a new model, but "
+                f"--model_name_or_path {model_args.model_name_or_path} "
                 "fine-tunes a model that has its size and vocabulary already: leave them out (--dropout may be "
                 "changed), or leave out --model_name_or_path to train a new model."
             )
@@ -1137,8 +1159,9 @@ def check_not_weights_only(checkpoint: str | Path) -> None:
 
 RESUMED_SHAPE = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
                  "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "normalize_before",
-                 "tie_word_embeddings")
-"""The config fields a checkpoint's weights and the model the flags build must agree on to resume."""
+                 "tie_word_embeddings", "dropout", "attention_dropout", "activation_dropout")
+"""The config fields a checkpoint's model and the model the flags build must agree on to resume: its shape, and
+its dropout, without which the run would not go on as it was."""
 
 
 def check_resumable(checkpoint: str, model, training_args) -> None:
@@ -1151,7 +1174,8 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
     if differ:
         raise InputError(
             f"{checkpoint} holds a model with {', '.join(differ)}: resume with the model flags the run started with "
-            "(its config.json has them), or train into a new --output_dir."
+            "(the same --model_name_or_path for a fine-tuning run; a new model's sizes and dropout are in the "
+            "checkpoint's config.json), or train into a new --output_dir."
         )
     state = Path(checkpoint) / "trainer_state.json"
     step = json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0

@@ -541,6 +541,9 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "Traceback" not in err
     assert f"{tmp_path / 'run' / 'checkpoint-4'} holds a model with d_model 16 (the flags: 32)" in err
+    status, err = run_script("train_translation", *run, "--max_steps", "8", "--dropout", "0.3", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)  # it went on with another dropout, silently
+    assert status == 2 and "holds a model with dropout 0.1 (the flags: 0.3)" in err
     status, err = run_script("train_translation", *run, "--max_steps", "3", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "is at step 4, past --max_steps 3: there is nothing left to train" in err

@@ -661,3 +661,23 @@ def test_accelerate_launch_that_started_one_of_several_processes_is_refused(tmp_
         parse_arguments(["--output_dir", str(tmp_path)])
     monkeypatch.setenv("WORLD_SIZE", "1")  # what its multi-process launchers set: a run goes ahead
     parse_arguments(["--output_dir", str(tmp_path)])
+
+
+def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
+    """--config_name beside --model_name_or_path was ignored without a word; scoring a model into its own folder
+    mixed the new data's scores into its results; a warmup as long as the run (the paper's 4,000 steps in a
+    20-step fine-tuning) never reached the peak rate."""
+    model = tmp_path / "model"
+    VanillaTransformerConfig(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                             decoder_attention_heads=2).save_pretrained(model)
+    own_data = ["--train_prefix", "x", "--source_lang", "en", "--target_lang", "de"]
+    with pytest.raises(InputError, match="--config_name shapes a new model, but --model_name_or_path"):
+        parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), "--config_name",
+                         str(model), *own_data])
+    with pytest.raises(InputError, match="is the folder of --model_name_or_path: scoring into it would mix"):
+        parse_arguments(["--output_dir", str(model), "--model_name_or_path", str(model), "--do_train", "false",
+                         "--validation_prefix", "x", "--source_lang", "en", "--target_lang", "de"])
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
+                         "--max_steps", "20"])
+    assert "--warmup_steps 4000 is not below --max_steps 20: the learning rate rises for the whole run" in caplog.text

@@ -806,10 +806,18 @@ def load_or_build_model(model_args, data_args, tokenizer):
     if model_args.model_name_or_path:
         dropout = {} if model_args.dropout is None else {"dropout": model_args.dropout}
         with loading_from(model_args.model_name_or_path):
-            return AutoModelForSeq2SeqLM.from_pretrained(
+            model = AutoModelForSeq2SeqLM.from_pretrained(
                 _pretrained(model_args.model_name_or_path), attn_implementation=model_args.attn_implementation,
                 **dropout,
             )
+        if len(tokenizer) < 0.9 * model.config.vocab_size:  # a larger one is caught on the data's token ids
+            raise InputError(
+                f"The tokenizer {model_args.tokenizer_name or model_args.model_name_or_path} has {len(tokenizer)} "
+                f"tokens and the model {model_args.model_name_or_path} a vocabulary of {model.config.vocab_size}: it "
+                "is not the tokenizer the model learned, whose ids would mean other words. Leave --tokenizer_name "
+                "out to use the model's own."
+            )
+        return model
     ids = special_token_ids(tokenizer)
     if model_args.config_name:
         with loading_from(model_args.config_name, "a model's config"):

@@ -538,6 +538,22 @@ def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path, capsys):
     assert AutoModelForSeq2SeqLM.from_pretrained(tmp_path).config.vocab_size == len(given)
 
 
+def test_a_smaller_tokenizer_than_the_model_is_refused(builtin_run, tmp_path):
+    """A fine-tuning run given another model's tokenizer of fewer tokens trained on (its ids fit the vocabulary)
+    and translated gibberish, exit 0."""
+    out, _ = builtin_run
+    small = tmp_path / "small"
+    train_bpe_tokenizer(["ein kleiner Text", "a small text"] * 5, 260, min_frequency=1).save_pretrained(small)
+    model_args, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path",
+                                                str(out), "--tokenizer_name", str(small), *FEW_NUMBERS])
+    from hf_vanilla_transformer.tokenization import load_tokenizer
+
+    with pytest.raises(InputError, match=rf"The tokenizer {re.escape(str(small))} has \d+ tokens and the model .* a "
+                                         r"vocabulary of \d+: it is not the tokenizer the model learned"):
+        load_or_build_model(model_args, data_args, load_tokenizer(small))
+    assert load_or_build_model(model_args, data_args, load_tokenizer(out)).config.vocab_size > 0  # its own: fine
+
+
 # Every German example in README.md with the English it must print after the main job.
 README_EXAMPLES = {
     "zweiundvierzig": "forty-two",

@@ -12,7 +12,7 @@ import torch
 from transformers import GenerationConfig, MarianMTModel
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
-from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
+from .modeling_vanilla_transformer import PAPER_DECODING, VanillaTransformerForConditionalGeneration
 
 
 def marian_to_paper_permutation(d_model: int) -> torch.Tensor:
@@ -111,4 +111,10 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
     model.tie_weights()
     if marian.generation_config is not None:
         model.generation_config = GenerationConfig.from_dict(marian.generation_config.to_dict())
+        # what Marian leaves unset decodes with transformers' defaults; said explicitly, so that a saved and reloaded
+        # model does not take the paper's beam search for them (as this package's models do) and decodes as Marian
+        defaults = GenerationConfig._get_default_generation_params()
+        for name in PAPER_DECODING:
+            if getattr(model.generation_config, name, None) is None:
+                setattr(model.generation_config, name, defaults[name])
     return model.to(marian.device).train(marian.training)

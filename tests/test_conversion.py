@@ -97,6 +97,21 @@ def test_generation_config_is_carried_over():
     assert ours.config.decoder_start_token_id == 98 and ours.config.eos_token_id == 0
 
 
+def test_a_saved_and_reloaded_conversion_decodes_as_marian(tmp_path):
+    """Marian leaves length_penalty and early_stopping (and here num_beams) unset, which transformers decodes with
+    its defaults; a converted model saved and reloaded took the paper's beam search for them instead."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    marian = make_marian().eval()
+    from_marian(marian).save_pretrained(tmp_path)
+    reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
+    config = reloaded.generation_config
+    assert (config.num_beams, config.length_penalty, config.early_stopping) == (1, 1.0, False)
+    ids, mask = marian_batch()
+    options = dict(attention_mask=mask, max_new_tokens=6)
+    assert torch.equal(reloaded.generate(ids, **options), marian.generate(ids, **options))
+
+
 def test_unconvertible_models_are_refused():
     with pytest.raises(ValueError, match="separate source and target vocabularies"):
         from_marian(make_marian(share_encoder_decoder_embeddings=False))

@@ -100,6 +100,7 @@ def create_model_card(
     tags: Sequence[str] = (),
     example: str | None = None,
     tokenizer_from: str | None = None,
+    base_model: str | None = None,
     project_url: str | None = None,
     metric_signatures: Mapping[str, str] | None = None,
     template_path: str | os.PathLike | None = None,
@@ -119,6 +120,8 @@ def create_model_card(
     training script gives one from its data; without it, a sentence in the source language).
     `tokenizer_from`: the model or tokenizer whose vocabulary the run reused (fine-tuning, `--tokenizer_name`); by
     default the card says one was learned on the training data.
+    `base_model`: the model a fine-tuning run started from (a folder or Hub id), named in the card, and in its
+    `base_model:` metadata when it is a Hub id.
     `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
     computed), stated under the results; left out when not given, since a card rendered later cannot know them.
     """
@@ -143,6 +146,7 @@ def create_model_card(
         pipeline_tag="translation",
         tags=list(dict.fromkeys([*DEFAULT_TAGS, *tags])),
         datasets=[dataset_name] if dataset_name else None,
+        base_model=base_model if base_model and _is_hub_id(base_model) and not Path(base_model).exists() else None,
         metrics=["bleu", "chrf"],
         model_name=model_name,
         eval_results=_eval_results(
@@ -168,6 +172,7 @@ def create_model_card(
         arch=_architecture(model_dir, config),
         tokenizer=_tokenizer_description(model_dir),
         tokenizer_from=tokenizer_from,
+        base_model=base_model,
         recipe=_recipe(training_args),
         data_sizes=[(label, _number(metrics[key])) for key, label in _SIZES.items() if key in metrics],
         example=example,

@@ -958,6 +958,7 @@ def main(argv: list[str] | None = None) -> dict:
                 metric_signatures=signatures,
                 example=card_example(raw_datasets, data_args.source_lang),
                 tokenizer_from=model_args.tokenizer_name or model_args.model_name_or_path,
+                base_model=model_args.model_name_or_path,
             )
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)

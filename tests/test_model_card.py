@@ -191,6 +191,16 @@ def test_a_reused_vocabulary_is_not_said_to_be_learned(model_dir):
     assert "The vocabulary is the one of `runs/base`, reused" in text and "is learned" not in text
 
 
+def test_a_fine_tuned_model_names_its_base_model(model_dir, tmp_path):
+    """The card of a fine-tuning run said nothing of the model it started from."""
+    card = create_model_card(model_dir, source_lang="en", target_lang="de", base_model="Helsinki-NLP/opus-mt-en-de")
+    assert card.data.base_model == "Helsinki-NLP/opus-mt-en-de"  # Hub metadata: the model tree links them
+    assert "Fine-tuned from `Helsinki-NLP/opus-mt-en-de`: its weights were the starting point" in card.text
+    local = create_model_card(model_dir, source_lang="en", target_lang="de", base_model=str(model_dir))
+    assert local.data.base_model is None and f"Fine-tuned from `{model_dir}`" in local.text  # no Hub id to link
+    assert "Fine-tuned from" not in create_model_card(model_dir, source_lang="en", target_lang="de").text
+
+
 def test_pre_ln_and_no_metrics(tmp_path):
     model_dir = make_tiny_model_dir(tmp_path / "model")
     config = json.loads((model_dir / "config.json").read_text())

@@ -271,6 +271,8 @@ def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
     assert tuned["dropout"] == 0.25 and tuned["d_model"] == trained["d_model"]  # --dropout applies when fine-tuning
     assert len((tmp_path / "tuned" / "generated_predictions.txt").read_text().splitlines()) == 16
     assert "Reusing" not in log  # the tokenizer came from the fine-tuned model
+    card = " ".join((tmp_path / "tuned" / "README.md").read_text().split())
+    assert f"Fine-tuned from `{out}`" in card  # the model it started from
 
 
 def test_json_lines_files(tmp_path, capsys):

@@ -478,15 +478,17 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
 
 
 def check_scoring_folder(model_args, training_args) -> None:
-    """Scoring a model (no training) into its own folder would replace its results and predictions with the new
-    data's and merge the scores into its all_results.json, while its card keeps the old ones."""
+    """The run's folder is not the model's it starts from: training would replace that model (and, with
+    --overwrite_output_dir, delete its checkpoints); scoring would mix the new data's scores into its results while
+    its card keeps the old ones."""
     model = model_args.model_name_or_path
-    if not training_args.do_train and model and os.path.isdir(model) and os.path.isdir(training_args.output_dir) \
+    if model and os.path.isdir(model) and os.path.isdir(training_args.output_dir) \
             and os.path.samefile(model, training_args.output_dir):
+        what = ("training into it would replace the model it starts from" if training_args.do_train else
+                "scoring into it would mix these scores into the model's own results while its card keeps the old ones")
         raise InputError(
-            f"--output_dir {training_args.output_dir} is the folder of --model_name_or_path: scoring into it would mix "
-            "these scores into the model's own results while its card keeps the old ones. Give another --output_dir, "
-            f"e.g. {os.path.join(training_args.output_dir, 'scored')}."
+            f"--output_dir {training_args.output_dir} is the folder of --model_name_or_path: {what}. Give another "
+            f"--output_dir, e.g. {os.path.join(training_args.output_dir, 'tuned' if training_args.do_train else 'scored')}."
         )
 
 

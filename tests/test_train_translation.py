@@ -695,6 +695,10 @@ def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
     with pytest.raises(InputError, match="is the folder of --model_name_or_path: scoring into it would mix"):
         parse_arguments(["--output_dir", str(model), "--model_name_or_path", str(model), "--do_train", "false",
                          "--validation_prefix", "x", "--source_lang", "en", "--target_lang", "de"])
+    with pytest.raises(InputError, match="is the folder of --model_name_or_path: training into it would replace the "
+                                         "model it starts from"):  # with --overwrite_output_dir, its checkpoints too
+        parse_arguments(["--output_dir", str(model), "--model_name_or_path", str(model), *own_data,
+                         "--overwrite_output_dir", "true"])
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
                          "--max_steps", "20"])

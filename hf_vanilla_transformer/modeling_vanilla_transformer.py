@@ -721,9 +721,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
 
     def _pad_after_the_end(self, sequences: torch.Tensor, config) -> None:
         """Make every token after a translation's end token `pad_token_id`, in place. Beam search (transformers 5.23)
-        fills the rest of its shorter outputs with `pad_token_id or eos_token_id`, so with pad id 0 (this package's
-        tokenizer's) with end tokens, where greedy search pads; the tokens of a finished translation that are not
-        padding then count as generated (as `np.count_nonzero(preds != pad)` counts a length)."""
+        fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with this package's pad id, 0, that
+        is the end token, repeated, where greedy search pads, and a length counted as `np.count_nonzero(preds !=
+        pad)` counts them."""
         pad = config.pad_token_id if config.pad_token_id is not None else self.config.pad_token_id
         eos = config.eos_token_id if config.eos_token_id is not None else self.config.eos_token_id
         if pad != 0 or eos is None or sequences.dim() != 2 or sequences.shape[1] < 3:

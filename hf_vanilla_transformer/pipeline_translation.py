@@ -72,7 +72,8 @@ class TranslationPipeline(Pipeline):
 
     def __call__(self, inputs, **kwargs):
         """Translate one string or a list of strings; `batch_size=N` batches a list (padding each batch)."""
-        if isinstance(inputs, tuple) or type(inputs).__module__.startswith("datasets."):  # a dataset's Column too
+        column = type(inputs).__name__ == "Column" and type(inputs).__module__.startswith("datasets.")  # ds["de"]
+        if isinstance(inputs, tuple) or column:
             inputs = list(inputs)
         if isinstance(inputs, list) and not inputs:
             return []

@@ -1176,8 +1176,10 @@ its dropout, without which the run would not go on as it was."""
 
 
 def check_resumable(checkpoint: str, model, training_args) -> None:
-    """The checkpoint holds the model the flags build, and lies before --max_steps: otherwise resuming would be a
-    size mismatch inside torch, or train past the steps asked for."""
+    """The checkpoint holds the model the flags build (its shape and dropout), lies before --max_steps, and was
+    written under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback
+    inside torch, a run going on unlike itself, or a step past the steps asked for. Another number of processes
+    than the checkpoint's is a warning."""
     config = Path(checkpoint) / "config.json"
     saved = json.loads(config.read_text()) if config.exists() else {}
     differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_SHAPE

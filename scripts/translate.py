@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -87,6 +88,17 @@ def read_lines(file: str) -> list[str]:
         ) from error
 
 
+SENTENCE_BREAK = re.compile(r"(?<=\w{3})[.!?…]['\"”»)]*\s+[\"“„«(]*[A-ZÀ-ÖØ-Þ]")
+"""The end of a sentence (after a word of 3 letters or more: not "Dr." or "St.") and the capital letter that begins
+the next one, within a line."""
+
+
+def several_sentences(lines: list[str]) -> list[int]:
+    """Line numbers (from 1) of lines holding three sentences or more: a paragraph, where the model was trained on
+    one sentence a line and translates such a line short, leaving sentences out."""
+    return [number for number, line in enumerate(lines, 1) if len(SENTENCE_BREAK.findall(line)) >= 2]
+
+
 def main(argv: list[str] | None = None) -> None:
     args, parser = parse_arguments(argv)
     import torch
@@ -110,6 +122,11 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(error))
     except OSError as error:
         parser.error(f"Cannot read {args.file}: {error.strerror or error}.")
+    if paragraphs := several_sentences(lines):
+        shown = ", ".join(map(str, paragraphs[:5])) + (", ..." if len(paragraphs) > 5 else "")
+        lines_hold = "1 line holds" if len(paragraphs) == 1 else f"{len(paragraphs)} lines hold"
+        print(f"translate.py: warning: {lines_hold} several sentences ({shown}); the model translates one sentence a "
+              "line and may leave sentences out: split the text into sentences first, one a line.", file=sys.stderr)
     if not any(line.strip() for line in lines):  # as a filter does: nothing in, nothing out (blank lines stay blank)
         if not args.quiet:
             print(f"translate.py: nothing to translate: {'standard input' if args.file == '-' else args.file} has no "

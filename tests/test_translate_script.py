@@ -135,6 +135,17 @@ def test_errors(script, model_dir, tmp_path, capsys, make_args, message):
     assert (tmp_path / "in.txt").read_text() == "Ein Satz.\n"  # never replaced by its translation
 
 
+def test_lines_of_several_sentences_are_warned_about(script, model_dir, tmp_path, capsys):
+    """A paragraph on one line came back as one short sentence, the rest left out without a word."""
+    paragraph = "Ein Hund läuft. Die Sonne scheint! Zwei Kinder spielen im Park."
+    (tmp_path / "in.txt").write_text(f"Ein Hund läuft.\n{paragraph}\nDr. Meier liest. Eine Frau liest.\n")
+    script.main([str(model_dir), str(tmp_path / "in.txt"), "-q", "-o", str(tmp_path / "out.txt")])
+    assert capsys.readouterr().err == (
+        "translate.py: warning: 1 line holds several sentences (2); the model translates one sentence a line and may "
+        "leave sentences out: split the text into sentences first, one a line.\n")
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == 3  # translated all the same
+
+
 def test_nothing_to_translate_is_no_translations_as_a_filter_gives(script, model_dir, tmp_path, capsys):
     """An empty file, or blank lines only: as many blank lines out (none for an empty file), status 0 and a note on
     standard error, as `sort` or `sed` take an empty input (it was an error with status 2)."""

@@ -174,11 +174,26 @@ def create_model_card(
         tokenizer_from=tokenizer_from,
         base_model=base_model,
         recipe=_recipe(training_args),
-        data_sizes=[(label, _number(metrics[key])) for key, label in _SIZES.items() if key in metrics],
+        data_sizes=_data_sizes(metrics),
         example=example,
         example_literal=json.dumps(example, ensure_ascii=False),  # a Python string literal for the code blocks
         metric_signatures=metric_signatures,
     )
+
+
+def _data_sizes(metrics: Mapping[str, float]) -> list[tuple[str, str]]:
+    """The card's rows of data sizes and training figures. A resumed run's time and mean loss are the Trainer's for
+    the steps after the checkpoint it resumed from (`resumed_from_step`), and say so."""
+    resumed = metrics.get("resumed_from_step")
+    rows = []
+    for key, label in _SIZES.items():
+        if key not in metrics:
+            continue
+        if resumed and key in ("train_runtime", "train_loss"):
+            label = label.replace(" (s)", "") + f", after resuming at step {int(resumed)}" + (
+                " (s)" if key == "train_runtime" else "")
+        rows.append((label, _number(metrics[key])))
+    return rows
 
 
 def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:

@@ -1015,6 +1015,9 @@ def train(trainer, resume_from: str | None) -> dict:
         raise KeyboardInterrupt(message) from None
     check_replicas_agree(trainer)
     metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
+    if resume_from:  # the Trainer's train_runtime and train_loss cover the steps after it: the card says so
+        state = Path(resume_from) / "trainer_state.json"
+        metrics["resumed_from_step"] = json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0
     if trainer.args.average_last_checkpoints:
         metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
     if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained

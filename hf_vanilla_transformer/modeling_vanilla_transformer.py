@@ -665,11 +665,15 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         self._keys_to_ignore_on_save = set(self.all_tied_weights_keys)
 
     def _default_to_the_papers_decoding(self) -> None:
-        """The paper's beam search [6.1] where the generation config sets none; a saved generation config wins."""
-        if self.generation_config is not None:
-            for name, value in PAPER_DECODING.items():
-                if getattr(self.generation_config, name, None) is None:
-                    setattr(self.generation_config, name, value)
+        """The paper's beam search [6.1] where the generation config sets none; a saved generation config wins. A
+        config that chose greedy search (`num_beams` 1) is left without the beam settings, which transformers
+        refuses beside it when the config is saved."""
+        config = self.generation_config
+        if config is None or (config.num_beams is not None and config.num_beams <= 1):
+            return
+        for name, value in PAPER_DECODING.items():
+            if getattr(config, name, None) is None:
+                setattr(config, name, value)
 
     def adjust_generation_fn(self, *args, **kwargs):
         """Loading: the saved generation config, or, where the folder has none (a model saved without it, weights
@@ -680,7 +684,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
         """`GenerationMixin.generate` with the paper's length limit [6.1] as the default: at most source length + 50
         new tokens (or the minimum asked for, `min_new_tokens` or `min_length`, if more), unless `max_length` or
-        `max_new_tokens` is set in the call or the generation config.
+        `max_new_tokens` is set in the call, the generation config given or the model's. In a padded batch the
+        source length is the padded one, as in fairseq.
 
         Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`), as
         transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
@@ -688,8 +693,15 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         self._forget_placeholder_max_length()
         forget_edited_packed_weights(self)
         config = generation_config if generation_config is not None else self.generation_config
-        limits = (kwargs.get("max_length"), kwargs.get("max_new_tokens"), config.max_length, config.max_new_tokens)
-        beams = kwargs.get("num_beams", config.num_beams)
+
+        def setting(name):  # as transformers merges them: the call, the config given, the model's config
+            for value in (kwargs.get(name), getattr(config, name, None), getattr(self.generation_config, name, None)):
+                if value is not None:
+                    return value
+            return None
+
+        limits = (setting("max_length"), setting("max_new_tokens"))
+        beams = setting("num_beams")
         if beams is not None and beams < 1:  # transformers divides by it
             raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
@@ -697,12 +709,18 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             check_ids_shape("input_ids", source)
         if kwargs.get("attention_mask") is not None:
             check_is_tensor("attention_mask", kwargs["attention_mask"])
+        prompts = kwargs.get("decoder_input_ids")
+        if isinstance(prompts, torch.Tensor) and prompts.dim() == 2 and source is not None and source.dim() >= 2 \
+                and prompts.shape[0] != source.shape[0]:  # beam search would match them up across sources
+            raise ValueError(
+                f"decoder_input_ids has {prompts.shape[0]} rows for {source.shape[0]} sources: give one prompt row "
+                "per source (repeat a shared prompt, e.g. prompt.expand(len(sources), -1))."
+            )
         if all(limit is None for limit in limits):
             encoder_outputs = kwargs.get("encoder_outputs")
             source_length = source.shape[1] if source is not None else encoder_output_length(encoder_outputs)
             if source_length is not None:  # and room for a minimum length asked for (min_length counts the start)
-                least = max(kwargs.get("min_new_tokens", config.min_new_tokens) or 0,
-                            (kwargs.get("min_length", config.min_length) or 0) - 1)
+                least = max(setting("min_new_tokens") or 0, (setting("min_length") or 0) - 1)
                 if generation_config is None:
                     kwargs["max_new_tokens"] = max(source_length + 50, least)
                 else:  # the caller's config, copied: with it, a length in kwargs is a deprecation warning
@@ -716,16 +734,16 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         output = super().generate(inputs, generation_config=generation_config, **kwargs)
-        self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, config)
+        pad, eos = (setting(name) if setting(name) is not None else getattr(self.config, name)
+                    for name in ("pad_token_id", "eos_token_id"))
+        self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, pad, eos)
         return output
 
-    def _pad_after_the_end(self, sequences: torch.Tensor, config) -> None:
-        """Make every token after a translation's end token `pad_token_id`, in place. Beam search (transformers 5.23)
-        fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with this package's pad id, 0, that
-        is the end token, repeated, where greedy search pads, and a length counted as `np.count_nonzero(preds !=
-        pad)` counts them."""
-        pad = config.pad_token_id if config.pad_token_id is not None else self.config.pad_token_id
-        eos = config.eos_token_id if config.eos_token_id is not None else self.config.eos_token_id
+    def _pad_after_the_end(self, sequences: torch.Tensor, pad: int | None, eos: int | list[int] | None) -> None:
+        """Make every token after a translation's end token (`eos`, the call's or the config's) `pad`, in place. Beam
+        search (transformers 5.23) fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with
+        this package's pad id, 0, that is the end token, repeated, where greedy search pads, and a length counted as
+        `np.count_nonzero(preds != pad)` counts them."""
         if pad != 0 or eos is None or sequences.dim() != 2 or sequences.shape[1] < 3:
             return  # transformers fills with pad_token_id where it is not 0
         generated = sequences[:, 1:]  # after the start token, which may be the end token too

@@ -318,6 +318,45 @@ def test_the_length_limit_holds_for_a_given_generation_config_without_a_warning(
     assert not [message for message in warnings if "generation_config" in message], warnings
 
 
+def test_a_given_generation_config_keeps_the_models_length_limit(batch):
+    """transformers fills a given config's unset fields from the model's: a saved max_new_tokens holds with it (the
+    default source length + 50 was put in its place)."""
+    from transformers import GenerationConfig
+
+    model = make_model()
+    model.generation_config.eos_token_id = None  # never stop early
+    model.generation_config.max_new_tokens = 6
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"],
+                         generation_config=GenerationConfig(num_beams=1))
+    assert out.shape[1] == 1 + 6
+
+
+def test_a_prompt_per_source_is_needed(batch):
+    """Fewer decoder_input_ids rows than sources: beam search matched them up across sources and returned fewer
+    translations than sources, without a word."""
+    model = make_model()
+    prompt = torch.tensor([[model.config.decoder_start_token_id, 5]])
+    with pytest.raises(ValueError, match=r"decoder_input_ids has 1 rows for 2 sources: give one prompt row per"):
+        model.generate(batch["input_ids"][:2], attention_mask=batch["attention_mask"][:2], decoder_input_ids=prompt,
+                       num_beams=2, max_new_tokens=3)
+    out = model.generate(batch["input_ids"][:2], attention_mask=batch["attention_mask"][:2],
+                         decoder_input_ids=prompt.expand(2, -1), num_beams=2, max_new_tokens=3)
+    assert out.shape[0] == 2 and out[:, 1].tolist() == [5, 5]
+
+
+def test_a_greedy_generation_config_loads_and_saves_again(tmp_path):
+    """A model made greedy (beam settings unset, as transformers asks) and saved came back with the paper's length
+    penalty and early stopping beside num_beams 1: warnings at each generate(), and saving it again failed."""
+    model = make_model()
+    config = model.generation_config
+    config.num_beams, config.length_penalty, config.early_stopping = 1, None, None
+    model.save_pretrained(tmp_path / "greedy")
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "greedy")
+    assert loaded.generation_config.num_beams == 1 and loaded.generation_config.length_penalty is None
+    loaded.save_pretrained(tmp_path / "again")
+    assert json.loads((tmp_path / "again" / "generation_config.json").read_text())["num_beams"] == 1
+
+
 @pytest.mark.parametrize("minimum", [dict(min_new_tokens=80), dict(min_length=81)])
 def test_a_minimum_length_beyond_the_default_limit_is_met(batch, minimum, recwarn):
     """A minimum longer than source length + 50, with no maximum given: the default limit makes room for it

@@ -90,19 +90,24 @@ class EndFirstSentenceAt(torch.nn.Module):
         return scores
 
 
+@pytest.mark.parametrize("eos_in_the_call", [False, True])
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_a_translation_that_ends_early_is_padded_with_the_pad_token(model, num_beams):
+def test_a_translation_that_ends_early_is_padded_with_the_pad_token(model, num_beams, eos_in_the_call):
     """transformers' beam search fills shorter outputs with `pad_token_id or eos_token_id`: with pad id 0 that was
     the end token, over and over, where greedy search pads (a course's `np.count_nonzero(preds != pad)` then counted
-    a finished translation as long as the longest)."""
+    a finished translation as long as the longest). An end token given in the call is the end token too."""
     from transformers import LogitsProcessorList
 
     ids, mask = pad(SOURCES[:2], "right")
     eos, pad_id = model.config.eos_token_id, model.config.pad_token_id
+    given = {}
+    if eos_in_the_call:  # e.g. the end of a sentence: the period's token
+        eos = given["eos_token_id"] = 7
     sequences = model.generate(
         ids, attention_mask=mask, num_beams=num_beams, max_new_tokens=8, min_new_tokens=1,
         logits_processor=LogitsProcessorList([EndFirstSentenceAt(num_beams, 3, eos)]),
         return_dict_in_generate=True,  # the output's `sequences` as well as a plain tensor
+        **given,
     ).sequences
     assert sequences[0, 3].item() == eos and sequences.shape[1] > 5
     assert sequences[0, 4:].tolist() == [pad_id] * (sequences.shape[1] - 4)

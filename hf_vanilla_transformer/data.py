@@ -15,6 +15,7 @@ import logging
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import zip_longest
 from pathlib import Path
 from typing import BinaryIO
@@ -137,8 +138,9 @@ def _read_line_pairs(source_path: Path, target_path: Path) -> Iterator[tuple[int
         )
 
 
-def _warn_about_skipped(report: ParallelTextReport) -> None:
-    """Log one warning per kind of skipped line, naming the file and the first few line numbers."""
+def _warn_about_skipped(report: ParallelTextReport, keep_blank: bool = False) -> None:
+    """Log one warning per kind of skipped (or, with `keep_blank`, kept blank) line, naming the file and the first
+    few line numbers."""
     reasons = (
         (report.empty_source_lines, report.source_file, "empty lines in"),
         (report.empty_target_lines, report.target_file, "empty lines in"),
@@ -148,6 +150,12 @@ def _warn_about_skipped(report: ParallelTextReport) -> None:
         if line_numbers:
             shown = ", ".join(map(str, line_numbers[:_SHOWN_LINE_NUMBERS]))
             more = ", ..." if len(line_numbers) > _SHOWN_LINE_NUMBERS else ""
+            if keep_blank and what == "empty lines in":
+                logger.warning(
+                    f"{len(line_numbers)} {what} {file_name} (lines {shown}{more}): those pairs are kept in place, "
+                    "so that translations line up with the lines, but are neither translated nor scored."
+                )
+                continue
             logger.warning(
                 f"Skipped {len(line_numbers)} {what} {file_name} (lines {shown}{more}); the other side of each was "
                 "skipped with it, so the pairs stay aligned."
@@ -161,12 +169,14 @@ def load_parallel_text(
     source_lang: str,
     target_lang: str,
     max_length_chars: int | None = None,
+    keep_blank: bool = False,
 ) -> tuple[Dataset, ParallelTextReport]:
     """Read line-aligned UTF-8 text files (`.gz` allowed) into a Dataset with a `translation` column.
 
-    Pairs where either side is empty (or whitespace only) are skipped, as are pairs where either side is longer
-    than `max_length_chars`; the report lists their line numbers and a warning is logged. Unequal line counts or
-    bytes that are not UTF-8 raise ValueError. Returns `(dataset, report)`.
+    Pairs where either side is empty (or whitespace only) are skipped (with `keep_blank`, kept in place: evaluation
+    data whose translations must line up with its lines), as are pairs where either side is longer than
+    `max_length_chars`; the report lists their line numbers and a warning is logged. Unequal line counts or bytes
+    that are not UTF-8 raise ValueError. Returns `(dataset, report)`.
     """
     source_path, target_path = Path(source_file), Path(target_file)
     report = ParallelTextReport(str(source_path), str(target_path))
@@ -179,14 +189,17 @@ def load_parallel_text(
         if not target:
             report.empty_target_lines.append(line_number)
         if not source or not target:
+            if keep_blank:
+                kept_source.append(source)
+                kept_target.append(target)
             continue
         if max_length_chars is not None and max(len(source), len(target)) > max_length_chars:
             report.too_long_lines.append(line_number)
             continue
         kept_source.append(source)
         kept_target.append(target)
-    report.num_kept = len(kept_source)
-    _warn_about_skipped(report)
+    report.num_kept = sum(bool(source and target) for source, target in zip(kept_source, kept_target))
+    _warn_about_skipped(report, keep_blank)
     return _translation_dataset(kept_source, kept_target, source_lang, target_lang), report
 
 
@@ -277,9 +290,13 @@ def check_languages_given(args: TranslationDataArguments) -> None:
     )
 
 
-def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
+def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluation_pairs: bool = False) -> DatasetDict:
     """Load the splits `args` names (train/validation/test, as given) as a DatasetDict with a `translation` column
-    (made from a text column per language where the data has those instead)."""
+    (made from a text column per language where the data has those instead).
+
+    Pairs without text on a side are left out with a warning; with `keep_blank_evaluation_pairs`, the validation and
+    test splits keep them in place (a missing side made "") so that translations written out line up with the
+    data's lines: `rows_with_text` says which rows to translate and score."""
     check_languages_given(args)
     chosen = _chosen_sources(args)
     if len(chosen) != 1:
@@ -291,18 +308,29 @@ def load_translation_datasets(args: TranslationDataArguments) -> DatasetDict:
     loaders = {
         "dataset_name": _load_hub_dataset,
         "file": _load_data_files,
-        "prefix": _load_prefix_datasets,
+        "prefix": partial(_load_prefix_datasets, keep_blank_evaluation_pairs=keep_blank_evaluation_pairs),
         "builtin_dataset": _load_builtin_dataset,
     }
     datasets = loaders[chosen[0]](args)
     for split, dataset in datasets.items():
         dataset = _with_translation_column(dataset, args.source_lang, args.target_lang)
         _check_translation_column(dataset, split, args.source_lang, args.target_lang)
-        datasets[split] = dataset = _without_pairs_lacking_text(dataset, split, args.source_lang, args.target_lang)
-        if len(dataset) == 0:
+        if keep_blank_evaluation_pairs and split != "train":
+            dataset = _blank_where_text_is_missing(dataset, split, args.source_lang, args.target_lang,
+                                                   warn=chosen[0] != "prefix")  # plain text's lines were named
+        else:
+            dataset = _without_pairs_lacking_text(dataset, split, args.source_lang, args.target_lang)
+        datasets[split] = dataset
+        if not rows_with_text(dataset, args.source_lang, args.target_lang):
             raise InputError(f"The {split} split has no sentence pairs: give it data, or leave the split out.")
         _warn_if_sides_are_the_same(dataset, split, args.source_lang, args.target_lang)
     return datasets
+
+
+def rows_with_text(dataset: Dataset, source_lang: str, target_lang: str) -> list[int]:
+    """The rows of a `translation` dataset whose source and target both hold text (not blank)."""
+    return [row for row, pair in enumerate(dataset["translation"])
+            if pair[source_lang].strip() and pair[target_lang].strip()]
 
 
 def _chosen_sources(args: TranslationDataArguments) -> list[str]:
@@ -389,8 +417,9 @@ def _csv_header(path: Path, options: dict) -> list[str]:
         return next(csv.reader(text, delimiter=options.get("delimiter", ","), quoting=quoting), [])
 
 
-def _load_prefix_datasets(args: TranslationDataArguments) -> DatasetDict:
-    """Load plain parallel text named by `--train_prefix/--validation_prefix/--test_prefix`."""
+def _load_prefix_datasets(args: TranslationDataArguments, keep_blank_evaluation_pairs: bool = False) -> DatasetDict:
+    """Load plain parallel text named by `--train_prefix/--validation_prefix/--test_prefix` (validation and test
+    keeping their blank pairs in place with `keep_blank_evaluation_pairs`)."""
     prefixes = _split_paths(args.train_prefix, args.validation_prefix, args.test_prefix)
     splits = {}
     for split, prefix in prefixes.items():
@@ -401,6 +430,7 @@ def _load_prefix_datasets(args: TranslationDataArguments) -> DatasetDict:
             source_lang=args.source_lang,
             target_lang=args.target_lang,
             max_length_chars=args.max_length_chars,
+            keep_blank=keep_blank_evaluation_pairs and split != "train",
         )
         if report.num_kept == 0:
             raise InputError(
@@ -465,10 +495,33 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
     return kept
 
 
+def _blank_where_text_is_missing(
+    dataset: Dataset, split: str, source_lang: str, target_lang: str, warn: bool = True
+) -> Dataset:
+    """An evaluation split with each pair kept in place, a missing (null) or non-string side made "", and (`warn`) a
+    warning that counts the pairs without text on a side: they are neither translated nor scored."""
+
+    def filled(batch: dict) -> dict:
+        return {"translation": [
+            {lang: (pair or {}).get(lang) if isinstance((pair or {}).get(lang), str) else ""
+             for lang in (source_lang, target_lang)}
+            for pair in batch["translation"]]}
+
+    dataset = dataset.map(filled, batched=True, desc=f"Checking the {split} pairs")
+    blank = len(dataset) - len(rows_with_text(dataset, source_lang, target_lang))
+    if blank and warn:
+        logger.warning(
+            f"{blank} of {len(dataset)} {split} pairs have a missing or empty {source_lang} or {target_lang} side: "
+            "they are kept in place, so that translations line up with the data, but are neither translated nor "
+            "scored."
+        )
+    return dataset
+
+
 def _warn_if_sides_are_the_same(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> None:
     """Warn when most of the split's first 1,000 pairs have the same text on both sides: one file or column given
     for both languages, a user's slip that would otherwise train a model to copy its input without a word said."""
-    pairs = dataset[:1000]["translation"]
+    pairs = [pair for pair in dataset[:1000]["translation"] if pair[source_lang].strip()]
     same = sum(pair[source_lang].strip() == pair[target_lang].strip() for pair in pairs)
     if same > len(pairs) / 2:
         logger.warning(
@@ -600,6 +653,12 @@ def _short_form(german: str, number: int) -> str:
 # ---- tokenization ----
 
 
+def normalize_whitespace(text: str) -> str:
+    """`text` with the whitespace around it removed and each run of spaces, tabs or other whitespace inside it made
+    one space: the form every sentence has where this package tokenizes it (training, evaluation, pipeline)."""
+    return " ".join(text.split())
+
+
 def tokenize_translation_datasets(
     datasets: DatasetDict,
     tokenizer,
@@ -612,7 +671,10 @@ def tokenize_translation_datasets(
 ) -> DatasetDict:
     """Tokenize each split: source -> input_ids/attention_mask, target -> labels (`text_target=`).
 
-    Sources are truncated to `max_source_length` tokens, and the training split's targets to `max_target_length`;
+    Both sides are whitespace-normalized first (`normalize_whitespace`), as the translation pipeline normalizes its
+    input: a run of spaces or a tab in a line would otherwise be other byte-level tokens than the one space the model
+    learnt, and translate otherwise. Sources are truncated to `max_source_length` tokens, and the training split's
+    targets to `max_target_length`;
     the other splits' targets are the references their translations are scored against, so they are kept whole (a
     BLEU against cut references would credit translations cut as short). The tokenizer's truncation keeps the eos it
     appends; the number of truncated sources and targets of each split is logged as a warning. All other columns
@@ -620,8 +682,8 @@ def tokenize_translation_datasets(
     """
 
     def tokenize(batch: dict, target_limit: int | None) -> dict:
-        sources = [pair[source_lang] for pair in batch["translation"]]
-        targets = [pair[target_lang] for pair in batch["translation"]]
+        sources = [normalize_whitespace(pair[source_lang]) for pair in batch["translation"]]
+        targets = [normalize_whitespace(pair[target_lang]) for pair in batch["translation"]]
         model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True)
         labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None)
         model_inputs["labels"] = labels["input_ids"]

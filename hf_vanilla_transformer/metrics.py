@@ -23,6 +23,9 @@ def compute_translation_metrics(
 
     `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
     """
+    for name, value in (("predictions", predictions), ("references", references)):
+        if isinstance(value, str):  # a string is a sequence too: sacrebleu would score it a character a line
+            raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
     if len(predictions) != len(references):
         raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
     if not predictions:
@@ -68,12 +71,20 @@ def exact_match_by_group(
 
 
 def make_compute_metrics(
-    tokenizer, reference_groups: Mapping[str, str] | None = None
+    tokenizer,
+    reference_groups: Mapping[str, str] | None = None,
+    references: Mapping[tuple[int, ...], Sequence[str]] | None = None,
 ) -> Callable[[object], dict[str, float]]:
     """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len, and with
     `reference_groups` (reference text -> group name, e.g. the built-in corpus' magnitudes) exact-match accuracy
     overall and per group (see `exact_match_by_group`). gen_len is the mean number of generated tokens per sentence
-    (the start token, end token and padding not counted)."""
+    (the start token, end token and padding not counted).
+
+    The references are the labels decoded, or with `references` (see `reference_texts`) the texts the labels were
+    made from, as sacrebleu on the files scores them: a tokenizer that lowercases, strips accents, maps unseen
+    characters to its unknown token or reads a typed `</s>` as its end token changes the decoded labels, and a
+    score against them is not the score of the text.
+    """
     not_text = np.array(sorted({*tokenizer.all_special_ids, tokenizer.pad_token_id}))
 
     def compute_metrics(eval_prediction) -> dict[str, float]:
@@ -81,6 +92,8 @@ def make_compute_metrics(
         labels = _token_ids(eval_prediction.label_ids, tokenizer.pad_token_id)
         decoded_predictions = [text.strip() for text in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
         decoded_labels = [text.strip() for text in tokenizer.batch_decode(labels, skip_special_tokens=True)]
+        if references is not None:
+            decoded_labels = _reference_texts_of(labels, decoded_labels, references, tokenizer.pad_token_id)
         metrics = compute_translation_metrics(decoded_predictions, decoded_labels)
         metrics["gen_len"] = float(np.mean(np.sum(~np.isin(predictions, not_text), axis=-1)))
         if reference_groups is not None:
@@ -88,6 +101,33 @@ def make_compute_metrics(
         return metrics
 
     return compute_metrics
+
+
+def reference_texts(labels: Sequence[Sequence[int]], texts: Sequence[str], pad_token_id: int) -> dict:
+    """Label ids (padding left out) -> the reference texts they were tokenized from, in their order, for
+    `make_compute_metrics(references=...)`. Texts that tokenize alike (e.g. under a lowercasing tokenizer) share
+    a key; evaluation predicts in the data's order, so the n-th such label is given the n-th text."""
+    found = defaultdict(list)
+    for ids, text in zip(labels, texts, strict=True):
+        found[tuple(int(token) for token in ids if token != pad_token_id and token != -100)].append(text.strip())
+    return dict(found)
+
+
+def _reference_texts_of(
+    labels: np.ndarray, decoded: list[str], references: Mapping[tuple[int, ...], Sequence[str]], pad_token_id: int
+) -> list[str]:
+    """The text each label row was made from (see `reference_texts`); the decoded row where it is not known."""
+    used = defaultdict(int)
+    texts = []
+    for row, fallback in zip(labels.tolist(), decoded):
+        key = tuple(token for token in row if token != pad_token_id)
+        candidates = references.get(key)
+        if candidates:
+            texts.append(candidates[used[key] % len(candidates)])
+            used[key] += 1
+        else:
+            texts.append(fallback)
+    return texts
 
 
 def _token_ids(array, pad_token_id: int) -> np.ndarray:

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import sys
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,8 @@ from .data import (
     check_languages_given,
     check_token_ids_fit,
     load_translation_datasets,
+    normalize_whitespace,
+    rows_with_text,
     tokenize_translation_datasets,
 )
 from .distributed import check_replicas_agree, fsdp_requested
@@ -57,7 +60,7 @@ from .hub import (
     model_location,
     push_from_training_args,
 )
-from .metrics import make_compute_metrics, sacrebleu_signatures
+from .metrics import make_compute_metrics, reference_texts, sacrebleu_signatures
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import save_translation_pipeline
@@ -864,17 +867,24 @@ def main(argv: list[str] | None = None) -> dict:
         if resume_from is None:
             clear_earlier_checkpoints(training_args)
 
-    raw_datasets = load_translation_datasets(data_args)
+    # validation and test keep their blank pairs in place: their translations are written out line for line
+    loaded = load_translation_datasets(data_args, keep_blank_evaluation_pairs=True)
     for flag, split in PHASES.items():
-        if not getattr(training_args, flag) and split in raw_datasets:
-            del raw_datasets[split]  # a phase that does not run needs no tokenizing
+        if not getattr(training_args, flag) and split in loaded:
+            del loaded[split]  # a phase that does not run needs no tokenizing
     for split, limit in (
         ("train", data_args.max_train_samples),
         ("validation", data_args.max_eval_samples),
         ("test", data_args.max_predict_samples),
     ):
-        if limit is not None and split in raw_datasets:
-            raw_datasets[split] = raw_datasets[split].select(range(min(limit, len(raw_datasets[split]))))
+        if limit is not None and split in loaded:
+            loaded[split] = loaded[split].select(range(min(limit, len(loaded[split]))))
+    scored_rows = {split: rows_with_text(loaded[split], data_args.source_lang, data_args.target_lang)
+                   for split in ("validation", "test") if split in loaded}
+    raw_datasets = datasets.DatasetDict(loaded)  # the pairs translated and scored
+    for split, rows in scored_rows.items():
+        if len(rows) < len(loaded[split]):
+            raw_datasets[split] = loaded[split].select(rows)
     if "train" not in raw_datasets and training_args.do_train:
         raise InputError(
             f"{data_args.dataset_name or 'The data'} has no train split: give one, or pass --do_train false to "
@@ -915,7 +925,11 @@ def main(argv: list[str] | None = None) -> dict:
         eval_dataset=tokenized.get("validation"),
         processing_class=tokenizer,
         data_collator=collator_class(tokenizer, model=model, label_pad_token_id=-100),
-        compute_metrics=make_compute_metrics(tokenizer, reference_groups(raw_datasets, data_args.target_lang)),
+        compute_metrics=make_compute_metrics(
+            tokenizer,
+            reference_groups(raw_datasets, data_args.target_lang),
+            references=scored_references(raw_datasets, tokenized, data_args.target_lang, tokenizer.pad_token_id),
+        ),
     )
 
     all_metrics = train(trainer, resume_from) if training_args.do_train else {}
@@ -935,8 +949,13 @@ def main(argv: list[str] | None = None) -> dict:
         translations, samples_split = decode_predictions(tokenizer, prediction.predictions), split
     if translations and trainer.is_world_process_zero():
         path = Path(training_args.output_dir) / "generated_predictions.txt"
-        path.write_text("".join(line + "\n" for line in translations), encoding="utf-8")
+        lines = [""] * len(loaded[samples_split])  # a blank pair's line stays empty: line i translates line i
+        for row, translation in zip(scored_rows[samples_split], translations, strict=True):
+            lines[row] = translation
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         logger.info("Wrote %d %s translations to %s", len(translations), samples_split, path)
+    if training_args.do_train and trainer.is_world_process_zero():
+        trainer.save_state()  # trainer_state.json's log history ends with the final evaluation
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)
@@ -1062,6 +1081,18 @@ def card_example(raw_datasets, source_lang: str) -> str | None:
         if sources:
             return next((text for text in sources if len(text.split()) <= 30), min(sources, key=len))
     return None
+
+
+def scored_references(raw_datasets, tokenized, target_lang: str, pad_token_id: int) -> dict:
+    """The validation and test references as the data holds them, keyed by their labels (`reference_texts`): BLEU
+    and chrF score against the text, not the labels decoded."""
+    references = defaultdict(list)
+    for split in ("validation", "test"):
+        if split in tokenized:
+            texts = [pair[target_lang] for pair in raw_datasets[split]["translation"]]
+            for key, found in reference_texts(tokenized[split]["labels"], texts, pad_token_id).items():
+                references[key].extend(found)
+    return dict(references)
 
 
 def reference_groups(raw_datasets, target_lang: str) -> dict[str, str] | None:
@@ -1224,9 +1255,10 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
 
 
 def decode_predictions(tokenizer, predictions) -> list[str]:
+    """Generated ids as text, one line each (a line break a model learnt from its data would split the line)."""
     ids = predictions[0] if isinstance(predictions, tuple) else predictions
     ids = [[token for token in row if token >= 0] for row in ids.tolist()]
-    return [text.strip() for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+    return [normalize_whitespace(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
 
 def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from collections import Counter
 
 import pytest
+from datasets import DatasetDict
 from num2words import num2words
 
 from hf_vanilla_transformer.data import (
@@ -18,6 +19,7 @@ from hf_vanilla_transformer.data import (
     number_magnitude,
     number_words_corpus,
     resolve_parallel_files,
+    rows_with_text,
     tokenize_translation_datasets,
 )
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer, translation_texts
@@ -215,6 +217,13 @@ def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog)
     (tmp_path / "train.jsonl").write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="The train split has no sentence pairs"):
         load_translation_datasets(args)
+    # evaluation data keeps them in place (translations written out line up with its lines), as blanks
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", test_file=str(tmp_path / "test.jsonl"),
+                                    cache_dir=str(tmp_path / "cache"))
+    test = load_translation_datasets(args, keep_blank_evaluation_pairs=True)["test"]
+    assert pairs(test)[:4] == [("ein Hund", "a dog"), ("", "a cat"), ("eine Maus", "  "), ("", "no German at all")]
+    assert len(test) == 6 and rows_with_text(test, "de", "en") == [0]
 
 
 @pytest.mark.parametrize(
@@ -375,3 +384,18 @@ def test_multi30k_prefixes_load_aligned():
     assert len(datasets["train"]) == 29000 and len(datasets["validation"]) == 1014
     first = datasets["train"][0]["translation"]
     assert first["en"].startswith("Two young") and first["de"].startswith("Zwei junge")
+
+
+def test_runs_of_spaces_and_tabs_tokenize_as_the_pipeline_reads_them(caplog):
+    """A double space or a tab inside a line (Multi30k's train.de has 44 such lines) tokenized into other byte-level
+    tokens than the one space the translation pipeline leaves: the training script's evaluation translated such a
+    line otherwise than translate.py, and scored otherwise."""
+    corpus, tokenizer, _ = tokenized_numbers(caplog)
+    spaced = corpus["validation"].map(lambda row: {"translation": {
+        side: "  " + text.replace(" ", " \t  ") + " " for side, text in row["translation"].items()}})
+    assert spaced[0]["translation"] != corpus["validation"][0]["translation"]
+    plain = tokenize_translation_datasets(DatasetDict(validation=corpus["validation"]), tokenizer, source_lang="de",
+                                          target_lang="en")["validation"]
+    spaced = tokenize_translation_datasets(DatasetDict(validation=spaced), tokenizer, source_lang="de",
+                                           target_lang="en")["validation"]
+    assert spaced["input_ids"] == plain["input_ids"] and spaced["labels"] == plain["labels"]

@@ -15,6 +15,7 @@ from hf_vanilla_transformer.metrics import (
     compute_translation_metrics,
     exact_match_by_group,
     make_compute_metrics,
+    reference_texts,
     sacrebleu_signatures,
 )
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
@@ -91,6 +92,38 @@ def test_exact_match_overall_and_per_group(tokenizer):
     metrics = make_compute_metrics(tokenizer, groups)(prediction)
     assert (metrics["exact_match_short"], metrics["exact_match_long"]) == (100.0, 0.0)
     assert "exact_match" not in make_compute_metrics(tokenizer)(prediction)
+
+
+def test_references_are_scored_as_the_data_holds_them_not_as_the_tokenizer_decodes_them():
+    """A tokenizer that lowercases (or maps characters to its unknown token) changes the decoded labels: scored
+    against them, a lowercased translation got 100 where sacrebleu on the files gives less."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<pad>", "<s>", "</s>", "<unk>"] + sorted({w for text in REFERENCES for w in text.lower().split()})
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.normalizer, backend.pre_tokenizer = normalizers.Lowercase(), pre_tokenizers.WhitespaceSplit()
+    lowering = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>",
+                                       eos_token="</s>", unk_token="<unk>")
+    cased = [text.capitalize() for text in REFERENCES]  # "The cat sat on the mat", ...
+    lowered = [text.lower() for text in REFERENCES]
+    generated = [[lowering.bos_token_id] + lowering(text)["input_ids"] for text in lowered]
+    labels = lowering(text_target=cased)["input_ids"]
+    prediction = EvalPrediction(predictions=padded(generated, 0), label_ids=padded(labels, -100))
+    assert make_compute_metrics(lowering)(prediction)["bleu"] == pytest.approx(100)  # the labels decoded: lowercase
+    references = reference_texts(labels, cased, lowering.pad_token_id)
+    metrics = make_compute_metrics(lowering, references=references)(prediction)
+    assert metrics["bleu"] == pytest.approx(sacrebleu.corpus_bleu(lowered, [cased]).score)
+    assert metrics["bleu"] < 90
+    assert metrics["chrf"] == pytest.approx(sacrebleu.corpus_chrf(lowered, [cased]).score)
+    # texts that tokenize alike keep their order: the n-th such label gets the n-th text
+    twice = reference_texts([[5, 2], [5, 2]], ["A", "a"], pad_token_id=0)
+    assert twice == {(5, 2): ["A", "a"]}
+
+
+def test_one_string_instead_of_a_list_is_refused():
+    with pytest.raises(TypeError, match="list of strings, one per sentence"):
+        compute_translation_metrics("Ein Hund läuft.", "Ein Kind läuft.")
 
 
 def test_make_compute_metrics_asks_for_predict_with_generate_on_logits(tokenizer):

@@ -15,7 +15,8 @@ import pytest
 import sacrebleu
 import torch
 from conftest import REPO, SHARED_DATA
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
+from tiny_translation_model import make_tiny_model_dir
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig, pipeline
 
 from hf_vanilla_transformer import VanillaTransformerConfig
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
@@ -70,6 +71,8 @@ def test_builtin_run_writes_everything(builtin_run):
         assert key in results, key
     assert len((out / "generated_predictions.txt").read_text(encoding="utf-8").splitlines()) == 16
     assert (out / "training_curves.png").stat().st_size > 10_000
+    last_logged = json.loads((out / "trainer_state.json").read_text())["log_history"][-1]
+    assert last_logged["eval_bleu"] == results["eval_bleu"]  # the final evaluation, saved after it was made
     assert "Sample translations (de -> en)" in log and "hypothesis:" in log
     assert "eval_bleu" in log  # the Trainer's metric tables
     translate = Path(SCRIPT).with_name("translate.py")  # beside the training script, as the command named it
@@ -273,6 +276,31 @@ def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
     assert "Reusing" not in log  # the tokenizer came from the fine-tuned model
     card = " ".join((tmp_path / "tuned" / "README.md").read_text().split())
     assert f"Fine-tuned from `{out}`" in card  # the model it started from
+
+
+def test_evaluation_files_are_translated_line_for_line_as_translate_py_reads_them(tmp_path, capsys):
+    """Blank lines in validation or test files were dropped, so generated_predictions.txt no longer lined up with
+    the files (sacrebleu refused them); a run of spaces or a tab in a line was translated otherwise than
+    translate.py translates it; and BLEU was scored against the references as the tokenizer decodes them."""
+    model_dir = make_tiny_model_dir(tmp_path / "model")  # random weights: some tokens for every source
+    sources = ["Ein Hund läuft.", "", "Eine Frau liest.", "Zwei  Kinder\tspielen im Park.", "Der Mann.", "Ein Buch.",
+               "Die Wiese.", ""]
+    references = ["A dog runs.", "gap", "A woman reads.", "Two children play in the park.", "", "A book.",
+                  "The meadow.", "end"]
+    write_lines(tmp_path / "test.de", sources)
+    write_lines(tmp_path / "test.en", references)
+    run_main("--output_dir", tmp_path / "scored", "--model_name_or_path", model_dir, "--test_prefix",
+             tmp_path / "test", "--source_lang", "de", "--target_lang", "en", "--do_predict", capsys=capsys)
+    lines = (tmp_path / "scored" / "generated_predictions.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(lines) == len(sources) and lines[1] == lines[4] == lines[7] == ""
+    assert all(lines[row] for row in (0, 2, 3, 5, 6))
+    translator = pipeline("machine-translation", model=str(model_dir))
+    assert lines[3] == translator("Zwei Kinder spielen im Park.")[0]["translation_text"]
+    results = json.loads((tmp_path / "scored" / "all_results.json").read_text())
+    scored = [0, 2, 3, 5, 6]
+    assert results["predict_samples"] == len(scored)
+    expected = sacrebleu.corpus_bleu([lines[row] for row in scored], [[references[row] for row in scored]]).score
+    assert results["predict_bleu"] == pytest.approx(expected)
 
 
 def test_json_lines_files(tmp_path, capsys):

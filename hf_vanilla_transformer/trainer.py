@@ -225,9 +225,19 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     def evaluation_loop(self, *args, **kwargs):
         """The Trainer's loop, gathering with accelerate's `gather_for_metrics` again, where Seq2SeqTrainer's
         evaluate() and predict() chose a plain gather: under several processes that kept the sentences accelerate
-        repeats to give every process full batches, so metrics and translations counted them twice or more."""
+        repeats to give every process full batches, so metrics and translations counted them twice or more.
+
+        The loss it reports is the mean over the evaluation's target tokens. The Trainer's is the mean of the
+        batches' token means, weighted by sentences, so it changed with the batch size and the process count."""
         self.gather_function = self.accelerator.gather_for_metrics
-        return super().evaluation_loop(*args, **kwargs)
+        self._evaluation_token_loss = torch.zeros(2, device=self.args.device)  # summed token losses, tokens
+        output = super().evaluation_loop(*args, **kwargs)
+        prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
+        total, tokens = self._evaluation_token_loss.tolist()
+        self._evaluation_token_loss = None
+        if f"{prefix}_loss" in output.metrics and tokens > 0 and math.isfinite(total):
+            output.metrics[f"{prefix}_loss"] = total / tokens
+        return output
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         """Seq2SeqTrainer's step, leaving the model's generation config as it was.
@@ -246,10 +256,19 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         config = self.model.generation_config
         unset = [name for name in config._get_default_generation_params() if getattr(config, name, None) is None]
         try:
-            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+            loss, outputs, labels = super().prediction_step(
+                model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
         finally:
             for name in unset:
                 setattr(config, name, None)
+        targets = inputs.get("labels")
+        if loss is not None and targets is not None and getattr(self, "_evaluation_token_loss", None) is not None:
+            # each sentence's share of the batch's summed loss (token mean x its tokens), gathered as the
+            # translations are: without the sentences accelerate repeats to fill the last batches
+            tokens = (targets != -100).sum(dim=-1).float()
+            shares = self.gather_function(torch.stack([loss.detach().float() * tokens, tokens], dim=-1))
+            self._evaluation_token_loss += shares.sum(dim=0)
+        return loss, outputs, labels
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Trainer's loss, with `label_smoothing_factor` [5.4] handed to the model, which computes it a chunk of

@@ -48,8 +48,14 @@ INTERRUPTED_STATUS = 130
 def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
     """Call `main()`; on a user error print `<name>: error: <message>` to stderr and exit with status 2, and on
     Ctrl-C print `<name>: interrupted` (with what the interrupt's message says, e.g. how to resume) and exit with
-    status 130, unless the environment variable HF_VANILLA_TRANSFORMER_DEBUG is set (then the traceback shows)."""
+    status 130, unless the environment variable HF_VANILLA_TRANSFORMER_DEBUG is set (then the traceback shows).
+
+    Characters the terminal's encoding lacks (an emoji of the data on a cp1252 console or under a Latin-1 locale)
+    are printed escaped, `\U0001f600`, where they would end the run with a UnicodeEncodeError."""
     name = name or Path(sys.argv[0]).name
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
     try:
         return main()

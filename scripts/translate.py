@@ -42,7 +42,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
                         help="int8: dynamic int8 quantization of the linear layers, on the CPU (quantize_int8; "
                              "faster on some CPUs; translations may differ slightly from fp32's and with the batch)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # the file after the options too: MODEL --quiet FILE
     for name in ("batch_size", "num_beams", "max_new_tokens"):
         if (value := getattr(args, name)) is not None and value < 1:
             parser.error(f"--{name} must be at least 1, got {value}.")
@@ -173,6 +173,10 @@ def write_translations(translations: list[str], args: argparse.Namespace, parser
             Path(args.output).write_text(text, encoding="utf-8")
         elif sys.stdout is None:  # started with standard output closed (`>&-`)
             raise OSError("it is closed")
+        elif hasattr(sys.stdout, "buffer"):  # UTF-8, as the input is read and -o writes, whatever the locale's is
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode("utf-8"))
+            sys.stdout.buffer.flush()
         else:
             sys.stdout.write(text)
             sys.stdout.flush()

@@ -217,6 +217,23 @@ def test_closed_or_full_standard_streams_are_one_message(script, model_dir, monk
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_the_file_after_the_options_and_utf8_out_whatever_the_locale(model_dir, expected, tmp_path):
+    """`translate.py MODEL --quiet FILE` was refused (argparse's optional positional after options), and under a
+    legacy encoding (PYTHONIOENCODING=cp1252, a Windows redirect) a character it lacks ended the run in a traceback
+    after translating: the translations are written as UTF-8, as the input is read and -o writes."""
+    source = tmp_path / "source.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PYTHONIOENCODING": "cp1252"}
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), str(model_dir), "--quiet",
+                           "--batch_size", "2", str(source)], env=env, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stdout == "".join(line + "\n" for line in expected).encode("utf-8")
+    printed = subprocess.run(  # the training script's sample translations print through run_command
+        [sys.executable, "-c", "from hf_vanilla_transformer.errors import run_command; run_command(lambda: "
+         "print('hypothesis: Ein Hund \\U0001f600'))"], env=env, capture_output=True, timeout=120)
+    assert printed.returncode == 0 and printed.stdout.strip() == rb"hypothesis: Ein Hund \U0001f600"
+
+
 def test_command_line(model_dir, expected):
     """The real command: stdin piped in, translations out."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}

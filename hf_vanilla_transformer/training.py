@@ -728,6 +728,34 @@ def check_push_flags(training_args) -> None:
             "the run could not be pushed at its end: train without --push_to_hub and push the saved run later, from "
             f"a machine that reaches the Hub: python scripts/push_to_hub.py {training_args.output_dir} {repo_id}"
         )
+    check_push_account(repo_id, training_args.hub_token)
+
+
+def check_push_account(repo_id: str, token: str | None) -> None:
+    """The Hub accepts the token, which may write, and `repo_id`'s namespace is its account's or one of its
+    organizations': asked once (`whoami`) before the training, which a refused push at the end would waste."""
+    from huggingface_hub import HfApi
+
+    try:
+        account = HfApi(token=token).whoami()
+    except Exception as error:  # noqa: BLE001 - the user's errors become one line, others keep their traceback
+        message = hub_error_message(error, repo_id)
+        if message is None:
+            raise
+        raise InputError(f"--push_to_hub, checked before training: {message}") from None
+    name = account.get("name")
+    role = (account.get("auth") or {}).get("accessToken", {}).get("role")
+    if role == "read":
+        raise InputError(f"--push_to_hub: the token of {name} is read-only: give a token with write access "
+                         "(--hub_token, HF_TOKEN or `hf auth login`).")
+    namespace = repo_id.split("/")[0] if "/" in repo_id else name
+    namespaces = {name} | {org.get("name") for org in account.get("orgs") or []}
+    if name is not None and namespace not in namespaces:
+        raise InputError(
+            f"--push_to_hub: {repo_id} is in the namespace {namespace!r}, and the token's account {name} is neither "
+            f"it nor one of its organizations ({', '.join(sorted(n for n in namespaces if n)) }): give --hub_model_id "
+            f"{name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
+        )
 
 
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:

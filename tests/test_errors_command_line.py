@@ -14,6 +14,7 @@ import torch
 
 from hf_vanilla_transformer import VanillaTransformerConfig
 from hf_vanilla_transformer.errors import InputError, run_command
+from hub_server import hub_server  # noqa: F401  (fixture)
 from tiny_translation_model import make_tiny_model_dir
 
 from conftest import REPO
@@ -523,6 +524,22 @@ def test_training_script_with_a_push_and_no_network_stops_before_training(tmp_pa
         "network or no name service), so the run could not be pushed at its end: train without --push_to_hub and "
         f"push the saved run later, from a machine that reaches the Hub: python scripts/push_to_hub.py {tmp_path / 'out'} "
         "me/numbers")
+    assert not (tmp_path / "out").exists()  # before any work
+
+
+@pytest.mark.parametrize("token, repo_id, message", [
+    ("hf_wrong_token", "user/numbers", "The Hub did not accept the token (401 Unauthorized) for user/numbers"),
+    (True, "somebody/numbers", "user/numbers, or a token of somebody"),
+])
+def test_a_push_the_hub_would_refuse_stops_before_training(hub_server, tmp_path, token, repo_id, message):  # noqa: F811
+    """A wrong token or another account's namespace was found out by the push at the end, after all the training."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(tmp_path / "out"),
+         "--push_to_hub", "--hub_model_id", repo_id],
+        env=hub_server.env(tmp_path / "home", token=token, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2 and message in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
     assert not (tmp_path / "out").exists()  # before any work
 
 

@@ -150,6 +150,12 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     assert scores == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES))
     multi = metric.compute(predictions=HYPOTHESES, references=[[r, h] for r, h in zip(REFERENCES, HYPOTHESES)])
     assert multi["bleu"] == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="No predictions to score"):  # evaluate failed inside: IndexError
+        metric.compute(predictions=[], references=[])
+    with pytest.raises(TypeError, match="one string"):  # evaluate took it for a sentence a character
+        metric.compute(predictions="Ein Hund läuft.", references="Ein Kind läuft.")
+    metric.add_batch(predictions=HYPOTHESES, references=REFERENCES)
+    assert metric.compute() == pytest.approx(scores)
 
 
 def test_metric_module_and_card_template_are_package_data():

@@ -35,6 +35,16 @@ class BleuChrf(evaluate.Metric):
             reference_urls=["https://github.com/mjpost/sacrebleu"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs) -> dict:
+        """`evaluate.Metric.compute`, with the errors of `compute_translation_metrics` for inputs `evaluate` would
+        fail on inside (an empty list: IndexError) or take apart (one string: a sentence a character)."""
+        for name, value in (("predictions", predictions), ("references", references)):
+            if isinstance(value, str):
+                raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
+        if predictions is not None and references is not None and not len(predictions) and not len(references):
+            raise ValueError("No predictions to score: give at least one translation and its reference.")
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(self, predictions, references) -> dict:
         """Corpus BLEU and chrF."""
         return compute_translation_metrics(predictions, references)

@@ -71,6 +71,9 @@ _ADAM_OPTIMIZERS = {
 _LION_OPTIMIZERS = {"lion_8bit", "lion_32bit", "paged_lion_8bit", "paged_lion_32bit"}
 # Splits reported in the model-index: (split label, metric prefixes in all_results.json).
 _SPLITS = (("validation", ("eval_",)), ("test", ("test_", "predict_")))
+TRAINING_CURVES = "training_curves.png"
+"""The training script's plot of the run, shown in the card where the model's folder has it (a relative link: the
+file is pushed beside README.md, and the Hub shows it in place)."""
 _SIZES = {"train_samples": "Training sentence pairs", "eval_samples": "Validation sentence pairs",
           "test_samples": "Test sentence pairs", "predict_samples": "Test sentence pairs",
           "epoch": "Epochs trained", "train_runtime": "Training time (s)", "train_loss": "Mean training loss"}
@@ -174,6 +177,7 @@ def create_model_card(
         tokenizer_from=tokenizer_from,
         base_model=base_model,
         recipe=_recipe(training_args),
+        curves=TRAINING_CURVES if (model_dir / TRAINING_CURVES).is_file() else None,
         data_sizes=_data_sizes(metrics),
         example=example,
         example_literal=json.dumps(example, ensure_ascii=False),  # a Python string literal for the code blocks

@@ -211,6 +211,21 @@ def test_pre_ln_and_no_metrics(tmp_path):
     assert card.data.to_dict()["language"] == ["en", "fr"]
 
 
+def test_a_card_shows_the_training_curves_and_claims_no_training_it_does_not_know(tmp_path):
+    """The training curves were pushed beside the card but never shown in it; a model whose training is not recorded
+    (a conversion, a model saved by hand) was said to be trained on "local files" with a BPE vocabulary learned."""
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    unknown = create_model_card(model_dir, source_lang="en", target_lang="de").text
+    assert "training_curves.png" not in unknown and "from local files" not in unknown
+    assert "is learned" not in unknown and "The training data is not recorded with this model." in unknown
+    (model_dir / "training_curves.png").write_bytes(b"\x89PNG")
+    args = Seq2SeqTrainingArguments(output_dir=str(tmp_path / "run"), report_to=[])
+    trained = create_model_card(model_dir, source_lang="en", target_lang="de", metrics=METRICS,
+                                training_args=args).text
+    assert "](training_curves.png)" in trained
+    assert "from local files" in trained and "One BPE vocabulary is learned" in trained
+
+
 def test_metrics_default_to_all_results_json(tmp_path):
     model_dir = make_tiny_model_dir(tmp_path / "model")
     (model_dir / "all_results.json").write_text(json.dumps({"eval_bleu": 12.5, "eval_chrf": 40.0}))

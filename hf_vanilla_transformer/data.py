@@ -7,11 +7,14 @@ dicts, the format of transformers' translation example (`examples/pytorch/transl
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import gzip
 import io
+import json
 import logging
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict, Features, load_dataset, load_from_disk
 from datasets.exceptions import DatasetGenerationError
+from datasets.table import CastError
 
 from .errors import InputError, MissingFileError
 from .hub import loading_from
@@ -62,7 +66,10 @@ def _open_binary(path: Path) -> BinaryIO:
 
 
 def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
-    """Decode one line as UTF-8, stripped of surrounding whitespace; raise InputError saying where and how to fix."""
+    """Decode one line as UTF-8, stripped of surrounding whitespace; raise InputError saying where and how to fix
+    (bytes that are not UTF-8, or old Mac line ends: carriage returns alone)."""
+    if raw.removesuffix(b"\n").removesuffix(b"\r").count(b"\r") >= 2:  # one may be a stray; two are line ends
+        raise InputError(_cr_line_ends_message(path, line_number))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -79,6 +86,16 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
         f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f LATIN1 -t UTF-8 {path.name} > "
         f"{path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
+    )
+
+
+def _cr_line_ends_message(path: Path, line_number: int) -> str:
+    convert = (f"gzip -dc {path.name} | tr '\\r' '\\n' | gzip > {path.name}.fixed" if path.suffix == ".gz"
+               else f"tr '\\r' '\\n' < {path.name} > {path.name}.fixed")
+    return (
+        f"{path} uses CR line ends (old Mac): line {line_number} holds several carriage returns and no line feed "
+        f"between them, so its sentences would be read as one. Convert it to line feeds, keeping its name, e.g. "
+        f"`{convert} && mv {path.name}.fixed {path.name}`."
     )
 
 
@@ -105,16 +122,23 @@ def text_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+_GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)
+
+
 def _raw_lines(path: Path) -> Iterator[bytes]:
     """The lines of a plain or gzip file as bytes; InputError when a .gz file is truncated or not gzip."""
     try:
         with _open_binary(path) as handle:
             yield from handle
-    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
-        raise InputError(
-            f"{path} is not a complete gzip file ({error}): it was cut off or is not gzip-compressed. Download or "
-            f"compress it again (`gzip -t {path.name}` checks it), or give the uncompressed file without .gz."
-        ) from error
+    except _GZIP_ERRORS as error:
+        raise _damaged_gzip_error(path, error) from error
+
+
+def _damaged_gzip_error(path: Path, error: BaseException) -> InputError:
+    return InputError(
+        f"{path} is not a complete gzip file ({error}): it was cut off or is not gzip-compressed. Download or "
+        f"compress it again (`gzip -t {path.name}` checks it), or give the uncompressed file without .gz."
+    )
 
 
 def _read_line_pairs(source_path: Path, target_path: Path) -> Iterator[tuple[int, str, str]]:
@@ -345,14 +369,183 @@ def _chosen_sources(args: TranslationDataArguments) -> list[str]:
 
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
-    """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache."""
+    """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache. A folder
+    written by `save_to_disk` is read with `load_from_disk`, and a local folder's unreadable file is an InputError."""
     folder = Path(args.dataset_name)
+    if (folder / "dataset_dict.json").is_file():
+        return _load_saved_splits(folder)
     if (folder / "state.json").is_file() and (folder / "dataset_info.json").is_file():
-        # one Dataset saved with `save_to_disk` (a DatasetDict's folder loads below): its rows are the train split
+        # one Dataset saved with `save_to_disk`: its rows are the train split
         logger.info("%s holds one dataset saved with save_to_disk: it is the train split", folder)
         return DatasetDict({"train": load_from_disk(str(folder))})
     with loading_from(args.dataset_name, "the dataset"):  # offline, a misspelt id or config: one line that says so
-        return load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
+        try:
+            with _quiet_file_readers():
+                datasets = load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
+        except (DatasetGenerationError, *_GZIP_ERRORS) as error:
+            if not folder.is_dir():
+                raise
+            raise InputError(f"Cannot load the dataset from {folder}: {_folder_problem(folder, error)}") from error
+    if folder.is_dir():
+        _warn_about_guessed_splits(folder)
+    return datasets
+
+
+def _warn_about_guessed_splits(folder: Path) -> None:
+    """Warn, naming the files, where `load_dataset` took a local folder's splits from file names that do not say
+    them plainly: `mytrain.jsonl` and `holdout.jsonl` both trained on, `eval.jsonl` made test, `valid.jsonl` and
+    `dev.jsonl` merged, `extra.jsonl` not read."""
+    from datasets.data_files import DataFilesDict, get_data_patterns
+
+    try:
+        resolved = DataFilesDict.from_patterns(get_data_patterns(str(folder)), base_path=str(folder))
+    except FileNotFoundError:  # no data files datasets knows by their names: nothing guessed
+        return
+    names = {str(split): sorted(Path(file).name for file in files) for split, files in resolved.items()}
+    read = {Path(file).name for files in resolved.values() for file in files}
+    suffixes = {Path(name).suffix for name in read}
+    unread = sorted(path.name for path in folder.iterdir() if path.suffix in suffixes and path.name not in read)
+    if not unread and all(re.split(r"[.-]", name)[0] == split for split, files in names.items() for name in files):
+        return
+    shown = "; ".join(f"{split} = {', '.join(files)}" for split, files in names.items())
+    logger.warning(
+        f"{folder}: datasets took the splits from the file names, as {shown}"
+        f"{'; not read: ' + ', '.join(unread) if unread else ''}. Check that no held-out file is trained on: name "
+        "the files train, validation and test (.jsonl, .csv, ...), or give them with --train_file/--validation_file"
+        "/--test_file."
+    )
+
+
+_SPLIT_ALIASES = {"valid": "validation", "dev": "validation"}
+
+
+def _load_saved_splits(folder: Path) -> DatasetDict:
+    """A DatasetDict saved with `save_to_disk`, its splits named train, validation and test (`valid` or `dev` taken
+    for validation, with a word); InputError for any other name, which `load_dataset` would guess at (`holdout`
+    trained on, `eval` made test, `extra` dropped)."""
+    with loading_from(folder, "the dataset"):
+        saved = load_from_disk(str(folder))
+    names = {name: _SPLIT_ALIASES.get(name, name) for name in saved}
+    unknown = [name for name, split in names.items() if split not in SPLITS]
+    doubled = [name for name, split in names.items() if split in SPLITS and list(names.values()).count(split) > 1]
+    if unknown or doubled:
+        free = iter(split for split in SPLITS if split not in names.values())
+        renamed = {}  # the example: each split name once, an unknown split given a free one, in order
+        for name in saved:
+            split = next(free, None) if name in unknown else names[name]
+            if split is not None and split not in renamed:
+                renamed[split] = name
+        example = ", ".join(f'"{split}": d["{name}"]' for split, name in renamed.items())
+        problem = (f"{_listed(doubled)} would both be {names[doubled[0]]}" if doubled else
+                   f"{_listed(unknown)} {'is no split name' if len(unknown) == 1 else 'are no split names'}")
+        raise InputError(
+            f"{folder} holds the splits {list(saved)}: {problem} here. Training reads the splits train, validation "
+            "and test (valid or dev as validation), and will not guess which data to train on or hold out. Save "
+            f"them again under those names, e.g. `d = load_from_disk(\"{folder}\"); DatasetDict({{{example}}})"
+            f".save_to_disk(\"{folder}-renamed\")`, leaving out the ones not to use."
+        )
+    for name, split in names.items():
+        if name != split:
+            logger.warning(f"{folder}: its split {name!r} is read as the {split} split.")
+    return DatasetDict({names[name]: dataset for name, dataset in saved.items()})
+
+
+def _listed(names: list[str]) -> str:
+    """'a', 'b' and 'c'."""
+    quoted = [repr(name) for name in names]
+    return " and ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
+
+
+@contextlib.contextmanager
+def _quiet_file_readers() -> Iterator[None]:
+    """Silence the error log line that `datasets`' JSON and CSV readers write before raising: the InputError made of
+    their exception says it once, in one line."""
+    loggers = [logging.getLogger(f"datasets.packaged_modules.{kind}.{kind}") for kind in ("json", "csv")]
+    levels = [each.level for each in loggers]
+    for each in loggers:
+        each.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for each, level in zip(loggers, levels):
+            each.setLevel(level)
+
+
+def _folder_problem(folder: Path, error: BaseException) -> str:
+    """Why `load_dataset` could not read a local folder of data files, in one line naming the file where it can."""
+    data_files = [path for path in sorted(folder.rglob("*")) if path.is_file() and _data_file_format(path)
+                  and not any(part.startswith(".") for part in path.relative_to(folder).parts)]
+    cause = error.__cause__ or error.__context__
+    if isinstance(cause, CastError):  # a file whose columns differ from the first file's
+        odd = next((str(path) for path in data_files if _columns(path) == cause.table_column_names), "a file")
+        return (
+            f"its data files must all have the same columns, but {odd} has {cause.table_column_names} where the "
+            f"first has {cause.requested_column_names}. Give every file the same header row or fields (a CSV file "
+            "without a header row takes its first pair for column names)."
+        )
+    for path in data_files:
+        if bad_line := _first_bad_line(path, _data_file_format(path)[0]):
+            return f"in {path}, {bad_line}."
+    return _one_line(cause or error)
+
+
+def _data_file_format(path: Path) -> tuple[str, dict] | None:
+    """The `datasets` builder and options for a `--*_file` (by its suffix, `.gz` allowed); None for other files."""
+    return _FILE_FORMATS.get(Path(path.name.removesuffix(".gz")).suffix.lower())
+
+
+def _columns(path: Path) -> list[str] | None:
+    """The column names of a CSV/TSV file's header row, or the fields of a JSON lines file's first row."""
+    builder, options = _data_file_format(path)
+    if builder == "csv":
+        return _csv_header(path, options)
+    with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", errors="replace") as text:
+        try:
+            return list(json.loads(next((line for line in text if line.strip()), "")))
+        except (ValueError, TypeError):
+            return None
+
+
+def _one_line(error: BaseException) -> str:
+    """A library's error message in one line, without pyarrow's "in row N" (0-based, and counted within a block of
+    the file, so no line number of it)."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return re.sub(r" in row \d+", "", text).removesuffix(".") + "."
+
+
+def _first_bad_line(path: Path, builder: str) -> str | None:
+    """The first line of a data file that cannot be read, as "line N is ..." (1-based); None if none is found.
+
+    Lines that are not UTF-8 and, in JSON lines, lines that are not one JSON object each; a file that starts as one
+    JSON document (a list, or an object over many lines) is checked as one. Raises InputError for a damaged .gz."""
+    document: list[str] | None = None  # the lines of a file that is one JSON document, from its first line on
+    seen_text = False
+    for line_number, raw in enumerate(_raw_lines(path), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return f"line {line_number} is not valid UTF-8 (byte {raw[error.start:error.start + 1]!r})"
+        text = line.strip().removeprefix("\ufeff")
+        if builder != "json" or not (text or document):
+            continue
+        if not seen_text and (text.startswith("[") or text == "{"):
+            document, first_line = [], line_number
+        seen_text = True
+        if document is not None:
+            document.append(line.removeprefix("\ufeff"))
+            continue
+        try:
+            row = json.loads(line.removeprefix("\ufeff").rstrip("\r\n"))  # columns counted as in the file
+        except json.JSONDecodeError as error:
+            return f"line {line_number} is not valid JSON ({error.msg} at column {error.colno})"
+        if not isinstance(row, dict):
+            return f"line {line_number} is not a JSON object {{...}}"
+    if document:
+        try:
+            json.loads("".join(document))
+        except json.JSONDecodeError as error:
+            return f"line {first_line + error.lineno - 1} is not valid JSON ({error.msg} at column {error.colno})"
+    return None
 
 
 _FILE_FORMATS = {
@@ -383,19 +576,30 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
             raise InputError(f"{path} is empty: the {split} split has no sentence pairs. Give it data, or leave "
                              f"--{split}_file out.")
         builder, options = _FILE_FORMATS[suffix]
-        if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
-            options = {**options, "features": Features.from_dict(
-                {name: {"dtype": "string", "_type": "Value"} for name in _csv_header(Path(path), options)})}
         try:
-            splits[split] = load_dataset(builder, data_files={split: path}, cache_dir=args.cache_dir, **options)[split]
-        except (DatasetGenerationError, ValueError) as error:
-            example = ('one JSON object such as {"translation": {"de": "...", "en": "..."}} a line' if builder == "json"
-                       else "a header row naming the columns (e.g. de,en), then one pair a row")
-            raise InputError(
-                f"Cannot read {path} as {suffix[1:].upper()} ({error.__cause__ or error}): it needs {example}, in "
-                "UTF-8, and a .gz file complete."
-            ) from error
+            if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
+                options = {**options, "features": Features.from_dict(
+                    {name: {"dtype": "string", "_type": "Value"} for name in _csv_header(Path(path), options)})}
+            with _quiet_file_readers():
+                splits[split] = load_dataset(builder, data_files={split: path}, cache_dir=args.cache_dir,
+                                             **options)[split]
+        except (DatasetGenerationError, ValueError, *_GZIP_ERRORS) as error:
+            raise _unreadable_file_error(Path(path), builder, error) from error
     return DatasetDict(splits)
+
+
+def _unreadable_file_error(path: Path, builder: str, error: BaseException) -> InputError:
+    """An InputError in one line for a data file `load_dataset` could not read: a damaged .gz file said so, else the
+    first bad line named (1-based) where it can be found, else the library's reason."""
+    cause = error.__cause__ or error
+    if isinstance(cause, _GZIP_ERRORS):
+        return _damaged_gzip_error(path, cause)
+    reason = _first_bad_line(path, builder) or _one_line(cause)  # a damaged .gz raises its own InputError here
+    format_name = Path(path.name.removesuffix(".gz")).suffix[1:].upper()
+    example = ('one JSON object such as {"translation": {"de": "...", "en": "..."}} a line' if builder == "json"
+               else "a header row naming the columns (e.g. de,en), then one pair a row")
+    return InputError(f"Cannot read {path} as {format_name} ({reason.removesuffix('.')}): it needs {example}, in "
+                      "UTF-8, and a .gz file complete.")
 
 
 def _is_blank(path: Path) -> bool:
@@ -405,7 +609,7 @@ def _is_blank(path: Path) -> bool:
             while chunk := handle.read(1 << 16):
                 if chunk.strip():
                     return False
-    except (EOFError, gzip.BadGzipFile, zlib.error):
+    except _GZIP_ERRORS:
         return False  # a damaged .gz file: reading it says so
     return True
 

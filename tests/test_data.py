@@ -11,6 +11,7 @@ import pytest
 from datasets import DatasetDict
 from num2words import num2words
 
+from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.data import (
     TranslationDataArguments,
     load_parallel_text,
@@ -56,6 +57,16 @@ def test_crlf_bom_and_surrounding_spaces_are_not_part_of_sentences(tmp_path):
     target = write_lines(tmp_path / "a.en", ENGLISH[:2])
     dataset, _ = load_parallel_text(source, target, source_lang="de", target_lang="en")
     assert pairs(dataset) == list(zip(GERMAN[:2], ENGLISH[:2]))
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_cr_line_ends_are_refused_with_how_to_convert(tmp_path, suffix):
+    """Old Mac files end lines with a lone "\r": read at line feeds, the whole file was one pair (cut to
+    max_source_length tokens, with only a truncation warning)."""
+    source = write_lines(tmp_path / f"m.de{suffix}", GERMAN, newline="\r")
+    target = write_lines(tmp_path / "m.en", ENGLISH)
+    with pytest.raises(InputError, match=r"m\.de(\.gz)? uses CR line ends .*line 1 .*tr '\\r' '\\n'"):
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
 
 
 @pytest.mark.parametrize("source_count, target_count", [(3, 2), (2, 3)])
@@ -203,6 +214,105 @@ def test_datasets_saved_with_save_to_disk(tmp_path):
     assert sorted(loaded) == ["train", "validation"] and pairs(loaded["validation"]) == [(GERMAN[0], ENGLISH[0])]
 
 
+def save_splits(folder: Path, names) -> str:
+    """A DatasetDict with the split `names` (each the three pairs) saved with save_to_disk in `folder`."""
+    from datasets import Dataset
+
+    rows = Dataset.from_dict({"translation": [{"de": de, "en": en} for de, en in zip(GERMAN, ENGLISH)]})
+    DatasetDict({name: rows for name in names}).save_to_disk(str(folder))
+    return str(folder)
+
+
+@pytest.mark.parametrize("names, problem, example", [
+    (["mytrain", "holdout"], "'mytrain' and 'holdout' are no split names",
+     '`d = load_from_disk("{folder}"); DatasetDict({"train": d["mytrain"], "validation": d["holdout"]})'),
+    (["train", "eval"], "'eval' is no split name", 'DatasetDict({"train": d["train"], "validation": d["eval"]})'),
+    (["train", "extra"], "'extra' is no split name", 'd["extra"]'),
+    (["train", "validation", "test_2016", "test_2017"], "'test_2016' and 'test_2017' are no split names",
+     '"test": d["test_2016"]'),
+    (["train", "valid", "dev"], "'valid' and 'dev' would both be validation", '"validation": d["valid"]})'),
+])
+def test_a_saved_dataset_dict_with_other_split_names_is_refused(tmp_path, names, problem, example):
+    """load_dataset guessed at a saved DatasetDict's split names: `mytrain` and `holdout` both trained on (held-out
+    data leaked into training), `eval` made test, `valid` and `dev` merged, `extra` dropped, without a word."""
+    folder = save_splits(tmp_path / "saved", names)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=folder,
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    message = str(error.value)
+    assert message.startswith(f"{folder} holds the splits {names}: {problem} here.") and "\n" not in message
+    assert example.replace("{folder}", folder) in message
+
+
+def test_a_saved_dataset_dicts_dev_split_is_validation_with_a_word(tmp_path, caplog):
+    folder = save_splits(tmp_path / "saved", ["train", "dev"])
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=folder,
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        loaded = load_translation_datasets(args)
+    assert list(loaded) == ["train", "validation"] and pairs(loaded["validation"]) == list(zip(GERMAN, ENGLISH))
+    assert f"{folder}: its split 'dev' is read as the validation split." in caplog.messages
+
+
+def write_jsonl(path: Path, rows: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+TRANSLATIONS = [{"translation": {"de": de, "en": en}} for de, en in zip(GERMAN, ENGLISH)]
+
+
+def test_a_folder_of_data_files_says_how_its_files_became_splits(tmp_path, caplog):
+    """load_dataset takes a folder's splits from its file names: `holdout.jsonl` beside `mytrain.jsonl` is trained
+    on, and `extra.jsonl` is not read; a warning names them. Files named for their splits load without one."""
+    for name in ("mytrain", "holdout"):
+        write_jsonl(tmp_path / "guessed" / f"{name}.jsonl", TRANSLATIONS)
+    for name in ("train", "validation", "extra"):
+        write_jsonl(tmp_path / "named" / f"{name}.jsonl", TRANSLATIONS)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(tmp_path / "guessed"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        assert len(load_translation_datasets(args)["train"]) == 6
+        assert any("as train = holdout.jsonl, mytrain.jsonl. Check that no held-out file is trained on" in message
+                   for message in caplog.messages)
+        caplog.clear()
+        args.dataset_name = str(tmp_path / "named")
+        load_translation_datasets(args)
+        assert [message for message in caplog.messages if "file names" in message] == [
+            f"{args.dataset_name}: datasets took the splits from the file names, as train = train.jsonl; validation = "
+            "validation.jsonl; not read: extra.jsonl. Check that no held-out file is trained on: name the files "
+            "train, validation and test (.jsonl, .csv, ...), or give them with --train_file/--validation_file"
+            "/--test_file."]
+        caplog.clear()
+        (tmp_path / "named" / "extra.jsonl").unlink()
+        load_translation_datasets(args)
+        assert not any("file names" in message for message in caplog.messages)
+
+
+@pytest.mark.parametrize("files, expected", [
+    ({"train.jsonl": '{"translation": {"de": "eins", "en": "one"}}\n\n{"translation": {"de": "zwei"\n'},
+     r"Cannot load the dataset from .*folder: in .*train\.jsonl, line 3 is not valid JSON \(Expecting ',' delimiter "
+     r"at column 30\)\.$"),
+    ({"train.csv": "de,en\neins,one\n", "validation.csv": "zwei,two\ndrei,three\n"},
+     r"Cannot load the dataset from .*folder: its data files must all have the same columns, but .*validation\.csv "
+     r"has \['zwei', 'two'\] where the first has \['de', 'en'\]\."),
+    ({"train.jsonl.gz": gzip.compress(json.dumps(TRANSLATIONS[0]).encode() * 50)[:-20]},
+     r".*train\.jsonl\.gz is not a complete gzip file"),
+])
+def test_a_local_folder_with_an_unreadable_file_is_one_message(tmp_path, files, expected):
+    for name, content in files.items():
+        path = tmp_path / "folder" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(tmp_path / "folder"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError, match=expected) as error:
+        load_translation_datasets(args)
+    assert "\n" not in str(error.value)
+
+
 def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog):
     rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
             {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}},
@@ -265,6 +375,42 @@ def test_a_malformed_data_file_is_one_message(tmp_path):
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
                                     cache_dir=str(tmp_path / "cache"))
     with pytest.raises(ValueError, match="Cannot read .*train.jsonl as JSONL .* one JSON object such as"):
+        load_translation_datasets(args)
+
+
+@pytest.mark.parametrize("name, text, reason", [
+    # pyarrow counts rows from 0, within a block, and without blank lines: it said "row 2" of this line 4
+    ("train.jsonl", '{"translation": {"de": "eins", "en": "one"}}\n\n{"de": "zwei", "en": "two"}\n{"de": "drei"\n',
+     "line 4 is not valid JSON (Expecting ',' delimiter at column 14)"),
+    ("train.jsonl", '{"de": "eins", "en": "one"}\n["zwei", "two"]\n', "line 2 is not a JSON object {...}"),
+    ("train.json", '[\n  {"de": "eins", "en": "one"},\n  {"de": "zwei" "en": "two"}\n]\n',
+     "line 3 is not valid JSON (Expecting ',' delimiter at column 17)"),
+    ("train.csv", "de,en\neins,one\nzwei,two,drei\n",
+     "Error tokenizing data. C error: Expected 2 fields in line 3, saw 3"),
+    ("train.csv", "de,en\nf\xe4hrt,rides\n", "line 2 is not valid UTF-8 (byte b'\\xe4')"),
+])
+def test_a_malformed_data_file_names_its_line_in_one_line(tmp_path, caplog, name, text, reason):
+    (tmp_path / name).write_bytes(text.encode("latin-1"))
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / name),
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING), pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    assert f"{tmp_path / name} as {name.split('.')[1].upper()} ({reason}): it needs " in str(error.value)
+    assert "\n" not in str(error.value)
+    assert not any(record.name.startswith("datasets") for record in caplog.records)  # said once, by the InputError
+
+
+@pytest.mark.parametrize("name, content", [
+    ("train.jsonl.gz", gzip.compress(json.dumps(TRANSLATIONS[0]).encode() * 50)[:-20]),  # cut off
+    ("train.jsonl.gz", json.dumps(TRANSLATIONS[0]).encode()),  # not gzip
+    ("train.csv.gz", b"de,en\neins,one\n"),
+])
+def test_a_damaged_gzip_data_file_is_named(tmp_path, name, content):
+    """As with --train_prefix: the file named, not an EOFError or BadGzipFile traceback."""
+    (tmp_path / name).write_bytes(content)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / name),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError, match=f"^{tmp_path / name} is not a complete gzip file .*`gzip -t {name}`"):
         load_translation_datasets(args)
 
 

@@ -11,15 +11,19 @@ import json
 import logging
 import os
 import re
+import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
 from huggingface_hub import CommitInfo, HfApi, constants
+from huggingface_hub.errors import RevisionNotFoundError
 
+from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .errors import USER_ERRORS, InputError, MissingFileError, first_line
 from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, update_model_card
 from .pipeline_translation import save_translation_pipeline
@@ -32,6 +36,8 @@ TRAINING_STATE_FILES = ["optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler
                         "checkpoint_complete.json", "trainer_state.json", "training_args.bin"]
 # Never pushed: that state, checkpoints and private files ("_*"; the last two as the Trainer's push_to_hub).
 UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*", *TRAINING_STATE_FILES]
+# Linked, not copied, into a push's staging folder: nothing rewrites them.
+WEIGHT_PATTERNS = ["*.safetensors", "*.bin"]
 
 
 def push_model_dir(
@@ -44,33 +50,99 @@ def push_model_dir(
     commit_message: str = "Upload translation model",
     create_pr: bool = False,
     card_overrides: dict | None = None,
+    overwrite: bool = False,
 ) -> CommitInfo:
     """Upload a model folder (model, tokenizer, generation config, code named by `auto_map`, card, the run's results
-    and plots) to `repo_id`, without the training state and checkpoints (`left_out_of_push` names them).
+    and plots) to `repo_id`, without the training state and checkpoints (`left_out_of_push` names them). The
+    repository (the branch `revision`, or the pull request's) then holds what the push uploads: its other files,
+    an earlier push's weights or tokenizer files for instance, are deleted in the same commit and logged, all but
+    `.gitattributes`. A repository holding a model of another `model_type` is refused (InputError) unless
+    `overwrite`.
 
     The folder may be a Trainer checkpoint: then a card it lacks takes the run's card inputs (`checkpoint_card`).
-    Before uploading, attaches the translation pipeline (`save_translation_pipeline`) and renders the model card
-    again with the repository's id (`update_model_card`, with `card_overrides`; an existing README.md without
-    saved card inputs is kept). Creates the repository if needed (`private=None` keeps the Hub's default or the
-    existing visibility) and the branch `revision` if it does not exist. Returns the commit's info.
+    The folder is left as it is: the translation pipeline (`save_translation_pipeline`) and the model card rendered
+    again with the repository's id (`update_model_card`, with `card_overrides`; an existing README.md without saved
+    card inputs is kept) go into a staging copy (`stage_upload`). Creates the repository if needed (`private=None`
+    keeps the Hub's default or the existing visibility) and the branch `revision` if it does not exist. Returns the
+    commit's info.
     """
     model_dir = Path(model_dir)
     check_model_dir(model_dir)
     card_inputs = {**checkpoint_card(model_dir), **(card_overrides or {})}
     api = HfApi(token=token)
     repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
+    base = "main" if create_pr or revision is None else revision  # what the commit replaces, as upload_folder reads it
+    try:
+        in_repo = api.list_repo_files(repo_id, revision=base)
+    except RevisionNotFoundError:  # a new branch, made from main below
+        base, in_repo = "main", api.list_repo_files(repo_id)
+    if not overwrite:
+        check_model_type(api, repo_id, base, in_repo)
     if revision is not None and revision != "main":
         api.create_branch(repo_id, branch=revision, exist_ok=True)
-    save_translation_pipeline(model_dir)
-    update_model_card(model_dir, **{**card_inputs, "repo_id": repo_id})
-    return api.upload_folder(
-        repo_id=repo_id,
-        folder_path=model_dir,
-        revision=revision,
-        commit_message=commit_message,
-        create_pr=create_pr,
-        ignore_patterns=UPLOAD_IGNORE_PATTERNS,
-    )
+    with tempfile.TemporaryDirectory(prefix="push_") as staging:
+        stage_upload(model_dir, Path(staging))
+        save_translation_pipeline(staging)
+        update_model_card(staging, **{**card_inputs, "repo_id": repo_id})
+        uploaded = _files(Path(staging))
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=staging,
+            revision=revision,
+            commit_message=commit_message,
+            create_pr=create_pr,
+            delete_patterns="*",  # all the repository's files that this push does not upload, but .gitattributes
+        )
+    if deleted := sorted(set(in_repo) - set(uploaded) - {".gitattributes"}):
+        where = "the pull request" if create_pr else f"branch {revision or 'main'}"
+        logger.warning("Deleted from %s (%s), as %s does not have them: %s", repo_id, where, model_dir,
+                       ", ".join(deleted))
+    return commit
+
+
+def stage_upload(model_dir: Path, staging: Path) -> None:
+    """Put in `staging` what a push uploads from `model_dir` (all but `UPLOAD_IGNORE_PATTERNS` and git's and
+    huggingface_hub's own folders): the weights as links, the rest as copies, which the push may rewrite (config.json,
+    the card) with `model_dir` left as it is, even where its files are links, as in a Hub cache snapshot."""
+    from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
+
+    ignored = UPLOAD_IGNORE_PATTERNS + DEFAULT_IGNORE_PATTERNS
+    names = list(filter_repo_objects(_files(model_dir), ignore_patterns=ignored))
+    weights = set(filter_repo_objects(names, allow_patterns=WEIGHT_PATTERNS))
+    for name in names:
+        source, target = (model_dir / name).resolve(), staging / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if name in weights:
+            try:
+                target.symlink_to(source)
+                continue
+            except OSError:  # no links here (Windows without developer mode): a copy
+                pass
+        shutil.copyfile(source, target)
+
+
+def check_model_type(api: HfApi, repo_id: str, revision: str, in_repo: list[str]) -> None:
+    """InputError if `repo_id` at `revision` (whose files are `in_repo`) holds a model of another type than this
+    package's, by its config.json's `model_type`: a push would replace it."""
+    if "config.json" not in in_repo:
+        return
+    path = Path(api.hf_hub_download(repo_id, "config.json", revision=revision))
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:  # not JSON, or not UTF-8
+        config = None
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if model_type != VanillaTransformerConfig.model_type:
+        raise InputError(
+            f"{repo_id} holds another kind of model (model_type {model_type!r} in its config.json, not "
+            f"{VanillaTransformerConfig.model_type!r}), which this push would replace, files and all: push to another "
+            "repository, or give scripts/push_to_hub.py --overwrite to replace it."
+        )
+
+
+def _files(folder: Path) -> list[str]:
+    """The paths of the files under `folder`, relative to it, sorted."""
+    return [path.relative_to(folder).as_posix() for path in sorted(folder.rglob("*")) if path.is_file()]
 
 
 def left_out_of_push(model_dir: str | os.PathLike) -> list[str]:
@@ -78,8 +150,7 @@ def left_out_of_push(model_dir: str | os.PathLike) -> list[str]:
     `UPLOAD_IGNORE_PATTERNS` matches, sorted."""
     from huggingface_hub.utils import filter_repo_objects
 
-    model_dir = Path(model_dir)
-    files = [path.relative_to(model_dir).as_posix() for path in model_dir.rglob("*") if path.is_file()]
+    files = _files(Path(model_dir))
     kept = set(filter_repo_objects(files, ignore_patterns=UPLOAD_IGNORE_PATTERNS))
     return sorted({name.split("/")[0] + ("/" if "/" in name else "") for name in files if name not in kept})
 
@@ -148,11 +219,26 @@ def hub_error_message(error: Exception, repo_id: str) -> str | None:
             return (f"The token may not write to {repo_id} (403 Forbidden): use a token with write access to its "
                     "namespace, or push to your own namespace.")
         return f"The Hub refused the push to {repo_id}: {first_line}"
-    transport = any(  # httpx's (huggingface_hub 1.x) or httpx2's (2.x) network errors
-        cls.__name__ == "TransportError" and cls.__module__.startswith("httpx") for cls in type(error).__mro__
-    )
-    if transport or isinstance(error, ConnectionError):
-        return f"Cannot reach the Hub at {constants.ENDPOINT} ({error}): check the network connection, or HF_ENDPOINT."
+    if (network := network_failure(error)) is not None:
+        reason = str(network) if network is error else f"{str(error).rstrip('.')}: {network}"
+        return f"Cannot reach the Hub at {constants.ENDPOINT} ({reason}): check the network connection, or HF_ENDPOINT."
+    return None
+
+
+def network_failure(error: BaseException) -> BaseException | None:
+    """The network failure behind `error`: itself, or an exception it was raised from or while handling (a failed
+    LFS upload comes as huggingface_hub's RuntimeError "Error while uploading ..."); None if there is none."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        transport = any(  # httpx's (huggingface_hub 1.x) or httpx2's (2.x) network errors
+            cls.__name__ == "TransportError" and cls.__module__.startswith("httpx") for cls in type(error).__mro__
+        )
+        # httpx's answer to an upload thread whose client huggingface_hub closed after another's ConnectError
+        closed_client = isinstance(error, RuntimeError) and "client has been closed" in str(error)
+        if transport or closed_client or isinstance(error, ConnectionError):
+            return error
+        error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
     return None
 
 

@@ -7,8 +7,11 @@
 Uploads the model, tokenizer, generation config, the model's code (for trust_remote_code=True), the translation
 pipeline, the model card (README.md, rendered again with the repository's id) and the run's results and plots,
 leaving out checkpoints and the training state (optimizer, scheduler, RNG state, trainer_state.json,
-training_args.bin). DIR may be a checkpoint-* folder: its card then says so, with its own scores. The token is
-HF_TOKEN or the one `hf auth login` saved, unless --token is given; HF_ENDPOINT selects another Hub.
+training_args.bin). DIR may be a checkpoint-* folder: its card then says so, with its own scores. DIR itself is
+left as it is. The repository (or branch) then holds what DIR has: the files of an earlier push that DIR does not
+have are deleted in the same commit, and named. A repository holding another kind of model (another model_type in
+its config.json) is refused unless --overwrite is given. The token is HF_TOKEN or the one `hf auth login` saved,
+unless --token is given; HF_ENDPOINT selects another Hub.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     parser.add_argument("--token", default=None, help="a Hub token (default: HF_TOKEN or `hf auth login`'s)")
     parser.add_argument("--commit_message", default="Upload translation model", help="the commit's title")
     parser.add_argument("--create_pr", action="store_true", help="open a pull request instead of committing")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="push even into a repository that holds another kind of model, replacing it")
     card = parser.add_argument_group("model card", "fill in or correct what the card says (else: as saved)")
     card.add_argument("--source_lang", help="source language code, e.g. de")
     card.add_argument("--target_lang", help="target language code, e.g. en")
@@ -65,6 +70,7 @@ def main(argv: list[str] | None = None):
             commit_message=args.commit_message,
             create_pr=args.create_pr,
             card_overrides=card_overrides,
+            overwrite=args.overwrite,
         )
     except Exception as error:
         message = hub_error_message(error, args.repo_id)

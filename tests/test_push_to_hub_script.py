@@ -1,8 +1,12 @@
 """What `scripts/push_to_hub.py` (and `push_model_dir`) upload from a run's folder and from one of its Trainer
 checkpoints: the model, tokenizer, code, card and the run's results, never the training state (optimizer, scheduler,
-RNG state, trainer_state.json, training_args.bin) nor checkpoints; a checkpoint gets a card with its own scores."""
+RNG state, trainer_state.json, training_args.bin) nor checkpoints; a checkpoint gets a card with its own scores. The
+pushed folder is left as it is; the repository ends up holding what the push uploaded, and nothing of another kind
+of model is replaced without --overwrite; a network failure is one line."""
 
+import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -50,7 +54,26 @@ def test_left_out_of_push(run_dir):
     assert left_out_of_push(run_dir / "checkpoint-10") == CHECKPOINT_STATE
 
 
+def tree(folder: Path) -> dict[str, str]:
+    """Every file under `folder` (through links), with its content's sha256."""
+    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def push_script(hub_server, home: Path, *args: str) -> subprocess.CompletedProcess:  # noqa: F811
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "push_to_hub.py"), *map(str, args)],
+                          env=hub_server.env(home, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)
+
+
+def repo_files(hub_server, repo_id: str, home: Path) -> set[str]:  # noqa: F811
+    proc = hub_server.run_python(
+        f"import json; from huggingface_hub import HfApi; print(json.dumps(HfApi().list_repo_files({repo_id!r})))",
+        hf_home=home)
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
 def test_push_uploads_no_training_state(hub_server, run_dir, tmp_path):  # noqa: F811
+    before = tree(run_dir)
     proc = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(run_dir / "checkpoint-10"), "user/step-10"],
         env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
@@ -81,6 +104,62 @@ print(json.dumps({{"run": HfApi().list_repo_files("user/run"), "checkpoint": HfA
     assert "| validation | 12.50 | 30.25 |" in result["card"] and "55.50" not in result["card"]
     assert "| Checkpoint | step 10 of the training run |" in result["card"] and "Learning rate" in result["card"]
     assert "Checkpoints averaged" not in result["card"]
+    assert tree(run_dir) == before  # the card and pipeline were rendered for the push, not into the folder
+    assert hub_server.unhandled == []
+
+
+def test_push_replaces_what_the_repository_held(hub_server, tmp_path):  # noqa: F811
+    """Pushed over another model, then again with sharded weights: the repository holds only what the last push
+    uploaded (stale weights and tokenizer files would be loaded from it), after an --overwrite for the other kind of
+    model. The folder pushed, links into a Hub-cache-like blob store, is left as it is."""
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    other = {"config.json": '{"model_type": "gpt2"}', "vocab.json": "{}", "merges.txt": "#v\n",
+             "special_tokens_map.json": '{"eos_token": "<|endoftext|>"}', "predict_results.json": "{}",
+             "model.safetensors": "old weights", "plots/old.png": "png"}
+    for name, text in other.items():
+        (gpt2 / name).parent.mkdir(exist_ok=True)
+        (gpt2 / name).write_text(text)
+    hub_server.run_python(f"""
+from huggingface_hub import HfApi
+HfApi().upload_folder(repo_id=HfApi().create_repo("user/mirror").repo_id, folder_path={str(gpt2)!r})
+""", hf_home=tmp_path / "home")
+
+    model, blobs, snapshot = make_tiny_model_dir(tmp_path / "model"), tmp_path / "blobs", tmp_path / "snapshot"
+    blobs.mkdir()
+    snapshot.mkdir()
+    for path in model.iterdir():  # as snapshot_download leaves a model: links to blobs named by their content
+        blob = blobs / hashlib.sha256(path.read_bytes()).hexdigest()
+        shutil.copyfile(path, blob)
+        os.symlink(blob, snapshot / path.name)
+    stored = tree(blobs)
+
+    refused = push_script(hub_server, tmp_path / "home", snapshot, "user/mirror")
+    assert refused.returncode == 2 and "'gpt2'" in refused.stderr and "--overwrite" in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert repo_files(hub_server, "user/mirror", tmp_path / "home") == {".gitattributes", *other}
+
+    pushed = push_script(hub_server, tmp_path / "home", snapshot, "user/mirror", "--overwrite")
+    assert pushed.returncode == 0, pushed.stderr
+    uploaded = set(repo_files(hub_server, "user/mirror", tmp_path / "home"))
+    assert uploaded == {".gitattributes", "README.md", "model_card_inputs.json", *tree(model)}
+    deleted = sorted(set(other) - uploaded)
+    assert f"Deleted from user/mirror (branch main), as {snapshot} does not have them: {', '.join(deleted)}" in \
+        pushed.stderr
+    assert tree(blobs) == stored and sorted(os.listdir(snapshot)) == sorted(os.listdir(model))
+
+    hub_server.run_python(f"""
+import hf_vanilla_transformer
+from transformers import AutoModelForSeq2SeqLM
+model = AutoModelForSeq2SeqLM.from_pretrained({str(model)!r})
+model.save_pretrained({str(tmp_path / "sharded")!r}, max_shard_size="100KB")
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
+    shutil.copytree(model, tmp_path / "sharded", dirs_exist_ok=True, ignore=shutil.ignore_patterns("model.safetensors"))
+    pushed = push_script(hub_server, tmp_path / "home", tmp_path / "sharded", "user/mirror")
+    assert pushed.returncode == 0, pushed.stderr
+    files = repo_files(hub_server, "user/mirror", tmp_path / "home")
+    assert "model.safetensors.index.json" in files and "model.safetensors" not in files
+    assert "does not have them: model.safetensors" in pushed.stderr
     assert hub_server.unhandled == []
 
 
@@ -94,4 +173,33 @@ def test_damaged_checkpoint_state_is_one_message(run_dir, monkeypatch, capsys):
         run_command(lambda: load_script("push_to_hub").main([str(run_dir / "checkpoint-10"), "user/x"]))
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "Cannot read" in error and "trainer_state.json" in error
+    assert "Traceback" not in error
+
+
+@pytest.mark.parametrize("drop", ["refused", "closed"])
+def test_network_failure_during_upload_is_one_message(run_dir, monkeypatch, capsys, drop):
+    """huggingface_hub wraps a failed LFS upload in RuntimeError("Error while uploading ..."): from the connection
+    error, or from httpx's "client has been closed", where another upload's connection error closed the client."""
+    import httpx2
+    from huggingface_hub import constants
+
+    from hf_vanilla_transformer import hub
+
+    def push_model_dir(*args, **kwargs):
+        try:
+            if drop == "refused":
+                raise httpx2.ConnectError("[Errno 111] Connection refused")
+            client = httpx2.Client()
+            client.close()
+            client.get("http://127.0.0.1:9/")
+        except (httpx2.ConnectError, RuntimeError) as error:
+            raise RuntimeError("Error while uploading 'model.safetensors' to the Hub.") from error
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_unused")
+    monkeypatch.setattr(hub, "push_model_dir", push_model_dir)
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: load_script("push_to_hub").main([str(run_dir), "user/x"]))
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "Cannot reach the Hub" in error and "model.safetensors" in error
     assert "Traceback" not in error

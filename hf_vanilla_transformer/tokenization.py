@@ -96,6 +96,12 @@ def load_tokenizer(name_or_path: str | Path, **kwargs):
     try:
         return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
     except ValueError as error:
-        if path.is_dir() and "backend tokenizer" in str(error):  # a tokenizer_config.json without tokenizer.json
+        if "backend tokenizer" not in str(error):
+            raise
+        if path.is_dir():  # a tokenizer_config.json without tokenizer.json
             raise InputError(f"{path} has a tokenizer config but not the tokenizer (tokenizer.json). {remedy}") from error
-        raise
+        raise InputError(  # a Hub repository without tokenizer files: transformers names none of them
+            f"{name_or_path} has no tokenizer (no tokenizer.json, nor the files of another tokenizer kind): push the "
+            "tokenizer the model was trained with beside it (`tokenizer.push_to_hub(...)`, or scripts/push_to_hub.py "
+            "on the training run's folder)."
+        ) from error

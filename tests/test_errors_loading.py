@@ -1,10 +1,12 @@
 """Loading: truncated or corrupt weights, a config of another model type and a missing tokenizer give clear errors."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import tiny_config
+from hub_server import hub_server  # noqa: F401  (fixture)
 from transformers import AutoModelForSeq2SeqLM, MarianConfig, MarianMTModel
 
 from hf_vanilla_transformer import VanillaTransformerConfig, VanillaTransformerForConditionalGeneration
@@ -99,3 +101,19 @@ def test_a_hub_id_without_a_network_looks_in_the_cache_at_once(saved, monkeypatc
     assert constants.HF_HUB_OFFLINE is True and datasets.config.HF_HUB_OFFLINE is True
     assert any(f"{host} cannot be reached from here: looking for no-such-user/no-such-model in the local Hub cache "
                "only" in message for message in caplog.messages)
+
+
+def test_a_hub_repository_without_tokenizer_is_named(saved, hub_server, tmp_path):  # noqa: F811
+    """transformers said "Couldn't instantiate the backend tokenizer from one of: ." for a repository pushed with
+    the model alone, naming no file."""
+    proc = hub_server.run_python(f"""
+from huggingface_hub import HfApi
+HfApi().create_repo("user/no-tokenizer", exist_ok=True)
+HfApi().upload_folder(repo_id="user/no-tokenizer", folder_path={str(saved)!r})
+from hf_vanilla_transformer.tokenization import load_tokenizer
+try:
+    load_tokenizer("user/no-tokenizer")
+except ValueError as error:
+    print(type(error).__name__, error)
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.stdout.startswith("InputError user/no-tokenizer has no tokenizer (no tokenizer.json"), proc.stdout

@@ -1,5 +1,7 @@
 """Configuration of the original Transformer (Vaswani et al., 2017, "Attention Is All You Need")."""
 
+import numbers
+
 from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
 
@@ -12,6 +14,11 @@ BIG_SIZES = dict(
     decoder_ffn_dim=4096,
     dropout=0.3,
 )
+
+
+def is_integer(value) -> bool:
+    """An int, or numpy's integer types (not bool): what a size or token id may be."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def is_number(value) -> bool:
@@ -140,6 +147,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             "max_position_embeddings",
         ):
             value = getattr(self, name)
+            if is_integer(value) and not isinstance(value, int):  # numpy's, e.g. from an array's shape: a plain int
+                setattr(self, name, value := int(value))
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
         for name in ("encoder_attention_heads", "decoder_attention_heads"):
@@ -154,7 +163,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
             raise ValueError(f"`layer_norm_eps` must be a number > 0, got {self.layer_norm_eps!r}.")
         if self.init_std is not None and (not is_number(self.init_std) or self.init_std < 0):
             raise ValueError(f"`init_std` must be None or a number >= 0, got {self.init_std!r}.")
-        for name in ("scale_embedding", "normalize_before"):  # the string "false" would silently mean True
+        for name in ("scale_embedding", "normalize_before", "tie_word_embeddings"):  # "false" would mean True
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"`{name}` must be True or False, got {getattr(self, name)!r}.")
 
@@ -177,7 +186,11 @@ class VanillaTransformerConfig(PreTrainedConfig):
         """Special token ids must index the vocabulary."""
         for name in ("pad_token_id", "bos_token_id", "decoder_start_token_id", "eos_token_id"):
             value = getattr(self, name)
+            if is_integer(value) and not isinstance(value, int):  # numpy's: a plain int, as JSON can hold
+                setattr(self, name, value := int(value))
             for token_id in value if isinstance(value, list) else [value]:
+                if token_id is not None and (isinstance(token_id, bool) or not is_integer(token_id)):
+                    raise ValueError(f"`{name}` must be a token id (an integer) or None, got {value!r}.")
                 if token_id is not None and not 0 <= token_id < self.vocab_size:
                     raise ValueError(
                         f"`{name}`={value!r} lies outside the vocabulary [0, {self.vocab_size - 1}]: set it to the "

@@ -30,6 +30,10 @@ from hf_vanilla_transformer import VanillaTransformerConfig
         (dict(layer_norm_eps="1e-5"), "layer_norm_eps", "a number > 0"),
         (dict(init_std="0.02"), "init_std", "a number >= 0"),
         (dict(normalize_before="false"), "normalize_before", "True or False"),
+        (dict(tie_word_embeddings="false"), "tie_word_embeddings", "True or False"),  # tied them, silently
+        (dict(decoder_start_token_id=1.5), "decoder_start_token_id", "an integer"),  # started decoding at 1
+        (dict(pad_token_id=True), "pad_token_id", "an integer"),  # a TypeError in torch's embedding
+        (dict(eos_token_id="2"), "eos_token_id", "an integer"),  # a TypeError comparing str and int
     ],
 )
 def test_impossible_settings_name_field_value_and_what_is_allowed(settings, field, allowed):
@@ -56,6 +60,17 @@ def test_changes_after_construction_are_checked_when_a_model_is_made():
     config.d_model = 30
     with pytest.raises(ValueError, match="encoder_attention_heads`=4 does not divide `d_model`=30"):
         VanillaTransformerForConditionalGeneration(config)
+
+
+def test_numpy_integers_are_sizes():
+    """Sizes taken from arrays (`np.int64(512)`) were refused as "must be a positive integer, got np.int64(512)"."""
+    import numpy as np
+
+    config = VanillaTransformerConfig(d_model=np.int64(64), vocab_size=np.int32(100), eos_token_id=np.int64(2))
+    assert config.d_model == 64 and type(config.d_model) is int and config.to_dict()["vocab_size"] == 100
+    with tempfile.TemporaryDirectory() as folder:
+        config.save_pretrained(folder)  # JSON holds plain ints
+        assert VanillaTransformerConfig.from_pretrained(folder).eos_token_id == 2
 
 
 def test_valid_edge_values_are_accepted():

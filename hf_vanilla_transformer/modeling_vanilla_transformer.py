@@ -657,7 +657,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         super().__init__(config)
         self.model = VanillaTransformerModel(config)
         self.lm_head = PrepackedLinear(config.d_model, config.vocab_size, bias=False)
-        self.lm_head.check_every_row = True  # a token's row of the tied embedding may be edited alone
         self.post_init()
         self._default_to_the_papers_decoding()
         # The tied names are never saved (the shared weight is, once). Said here too, the Trainer's checkpoint loading

@@ -111,8 +111,7 @@ class PrepackedLinear(nn.Linear):
     """
 
     int8: bool = False
-    check_every_row: bool = False  # the output projection's: one token's row may be edited alone (a new token)
-    _packed: tuple | None = None  # (key: rows, weight and bias storage and version; packed; sample positions, sample)
+    _packed: tuple | None = None  # (key: rows, weight and bias storage and version; packed; checksum)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         gemm = self._packed_gemm(hidden_states)
@@ -147,37 +146,30 @@ class PrepackedLinear(nn.Linear):
     def _packed_weight(self, gemm: PackedGemm, rows: int):
         key = (gemm.name, rows if gemm.per_row_count else None, *self._weight_identity())
         if self._packed is None or self._packed[0] != key:
-            where = self._sample_positions()
-            self._packed = (key, gemm.pack(self.weight, self.bias, rows), where, self._weight_sample(where))
+            self._packed = (key, gemm.pack(self.weight, self.bias, rows), self._weight_checksum())
         return self._packed[1]
 
-    def _sample_positions(self) -> torch.Tensor:
-        """Flat positions of the weight entries that `forget_packed_if_edited` compares: 64 spread over the weight,
-        and with `check_every_row` one in each row (its column moving from row to row)."""
-        rows, columns = self.weight.shape
-        where = torch.linspace(0, rows * columns - 1, 64).long()
-        if not self.check_every_row:
-            return where
-        row = torch.arange(rows)
-        return torch.cat([where, row * columns + row % columns])
-
-    def _weight_sample(self, where: torch.Tensor) -> torch.Tensor:
-        """The weight's entries at flat positions `where`, and the bias: what `forget_packed_if_edited` compares."""
-        sample = self.weight.detach().reshape(-1)[where]
-        return sample if self.bias is None else torch.cat([sample, self.bias.detach()])
+    def _weight_checksum(self) -> torch.Tensor:
+        """Each row of the weight times one fixed vector of distinct values, and the bias: what
+        `forget_packed_if_edited` compares. Changing any entry changes its row's value, and so does moving entries
+        within a row (a permutation of units), but for an exact cancellation. One pass over the weight, as a
+        decoding step makes."""
+        weight = self.weight.detach()
+        mix = torch.linspace(1.0, 2.0, weight.shape[1], dtype=weight.dtype, device=weight.device)
+        checksum = weight @ mix
+        return checksum if self.bias is None else torch.cat([checksum, self.bias.detach()])
 
     def forget_packed_if_edited(self) -> None:
         """Drop the packed copy if the weight changed without torch counting it: an in-place edit through `.data`
-        (`weight.data += delta`, as PEFT merges LoRA weights and some EMA code updates) leaves the version counter
-        as it was. 64 entries spread over the weight, and the bias, show such dense edits; with `check_every_row`
-        (the output projection, whose rows are tokens) one entry of each row shows a row edited alone, as when a
-        token's embedding is set through `.data`. The model calls this when it starts on new input (each
-        `generate()` call, each forward that runs the encoder)."""
+        (`weight.data += delta`, as PEFT merges LoRA weights and some EMA code updates, or `fc2.weight.data[:, units]
+        = 0`, an ablation) leaves the version counter as it was. A checksum of every row (`_weight_checksum`) shows
+        any such edit. The model calls this when it starts on new input (each `generate()` call, each forward that
+        runs the encoder)."""
         if self._packed is None:
             return
         if type(self.weight.data) is not torch.Tensor or self._packed[0][2:] != self._weight_identity():
             self._packed = None  # sharded (FSDP's DTensor between forwards) or replaced: packed anew when used
-        elif not torch.equal(self._packed[3], self._weight_sample(self._packed[2])):
+        elif not torch.equal(self._packed[2], self._weight_checksum()):
             self._packed = None
 
     def train(self, mode: bool = True):

@@ -196,6 +196,33 @@ def test_weights_edited_through_data_are_used_by_the_next_call(batch, gemm, monk
         assert model(**{**step, "input_ids": step["input_ids"].clamp(max=vocab - 4)}).logits.shape[-1] == vocab - 3
 
 
+@pytest.mark.parametrize("edit", ["ablate", "permute"])
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_units_ablated_or_permuted_through_data_are_used_by_the_next_call(batch, gemm, edit, monkeypatch):
+    """An ablation study's edit: a few FFN units zeroed (`fc2.weight.data[:, units] = 0`) or moved within the rows,
+    in every layer, after a generate() call. The 64 entries the packed copies used to compare (here in 2 of fc2's
+    256 columns) missed them, and the next calls decoded with the old weights."""
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(encoder_ffn_dim=256, decoder_ffn_dim=256)).eval()
+    before = generate(model, batch, 1)
+    assert packed(model)
+    with torch.no_grad():
+        for layer in [*model.model.encoder.layers, *model.model.decoder.layers]:
+            weight = layer.ffn.fc2.weight.data
+            if edit == "ablate":
+                weight[:, [3, 10, 17]] = 0
+            else:
+                weight[:] = weight[:, torch.randperm(weight.shape[1], generator=torch.Generator().manual_seed(0))]
+    edited = generate(model, batch, 1)
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
+    expected = generate(copy.deepcopy(model), batch, 1)
+    assert not torch.allclose(before.scores[0], expected.scores[0])  # the edit matters
+    assert torch.equal(edited.sequences, expected.sequences)
+    for edited_scores, expected_scores in zip(edited.scores, expected.scores, strict=True):
+        torch.testing.assert_close(edited_scores, expected_scores, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("gemm", GEMMS)
 def test_one_token_row_edited_through_data_is_used_by_the_next_call(batch, gemm, monkeypatch):
     """Setting one token's embedding row through `.data` (a new token's vector) after a generate() call: the next

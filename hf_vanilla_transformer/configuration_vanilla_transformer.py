@@ -52,8 +52,11 @@ class VanillaTransformerConfig(PreTrainedConfig):
         normalize_before: pre-LN `x + Sublayer(LayerNorm(x))` with a final LayerNorm per stack instead of the
             paper's post-LN `LayerNorm(x + Sublayer(x))`.
         layer_norm_eps: epsilon of every LayerNorm.
-        init_std: if set, every weight is drawn from N(0, init_std); if None (default), linear layers get Xavier
-            uniform and the embedding N(0, d_model^-0.5), as in tensor2tensor.
+        init_std: if set, every weight is drawn from N(0, init_std); if None (default), each linear layer as stored
+            gets Xavier uniform and the embedding N(0, d_model^-0.5) (tensor2tensor's embedding). The paper names
+            no initialization. Stored fused, the self-attention's Q, K and V projections (one 3d x d matrix) start
+            at bound sqrt(6 / 4d), fairseq's scale for them, the cross-attention's K and V (2d x d) at
+            sqrt(6 / 3d), and its Q and the output projections (d x d) at sqrt(6 / 2d).
         tie_word_embeddings: share the embedding with the pre-softmax projection (section 3.4). The encoder and
             decoder always share one embedding matrix.
     """

@@ -380,7 +380,8 @@ class VanillaTransformerPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module):
-        """Xavier-uniform linear layers and N(0, d_model^-0.5) embeddings as tensor2tensor, unless `init_std`."""
+        """Xavier-uniform linear layers, each as stored (fused Q/K/V as one matrix: see `init_std` in the config),
+        and N(0, d_model^-0.5) embeddings as tensor2tensor's, unless `init_std`."""
         std = self.config.init_std
         if isinstance(module, nn.Linear):
             if std is None:

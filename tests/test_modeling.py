@@ -522,3 +522,19 @@ def test_a_plain_trainer_loads_a_checkpoint_without_warning_about_tied_weights(t
     assert torch.equal(model.model.shared.weight, saved.model.shared.weight)
     assert model.lm_head.weight is model.model.shared.weight  # still tied
     assert model.model.encoder.embed_tokens.weight is model.model.shared.weight
+
+
+def test_linear_layers_start_at_the_xavier_bounds_the_config_names():
+    """The config's `init_std` docstring names each projection's starting scale: Xavier uniform of the matrix as
+    stored, so fused Q/K/V (3d x d) at sqrt(6 / 4d), cross-attention K/V (2d x d) at sqrt(6 / 3d), d x d at
+    sqrt(6 / 2d)."""
+    torch.manual_seed(0)
+    d = 64
+    layer = VanillaTransformerForConditionalGeneration(
+        VanillaTransformerConfig(vocab_size=50, d_model=d, encoder_layers=1, decoder_layers=1,
+                                 encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                                 decoder_ffn_dim=128)).model.decoder.layers[0]
+    for weight, fan_sum in ((layer.self_attn.qkv_proj.weight, 4 * d), (layer.encoder_attn.kv_proj.weight, 3 * d),
+                            (layer.encoder_attn.q_proj.weight, 2 * d), (layer.self_attn.out_proj.weight, 2 * d)):
+        bound = math.sqrt(6 / fan_sum)
+        assert bound * 0.95 < weight.abs().max().item() <= bound

@@ -342,10 +342,12 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
         if keep_blank_evaluation_pairs and split != "train":
             dataset = _blank_where_text_is_missing(dataset, split, args.source_lang, args.target_lang,
                                                    warn=chosen[0] != "prefix")  # plain text's lines were named
+            has_pairs = bool(rows_with_text(dataset, args.source_lang, args.target_lang))
         else:
             dataset = _without_pairs_lacking_text(dataset, split, args.source_lang, args.target_lang)
+            has_pairs = len(dataset) > 0  # (a training split of millions of pairs is not read row by row here)
         datasets[split] = dataset
-        if not rows_with_text(dataset, args.source_lang, args.target_lang):
+        if not has_pairs:
             raise InputError(f"The {split} split has no sentence pairs: give it data, or leave the split out.")
         _warn_if_sides_are_the_same(dataset, split, args.source_lang, args.target_lang)
     return datasets

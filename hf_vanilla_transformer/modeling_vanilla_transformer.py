@@ -608,6 +608,15 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             the new tokens. encoder_outputs: reuse a computed encoder output (as `generate()` does).
         """
         if encoder_outputs is None:
+            targets = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
+            sources = input_ids if input_ids is not None else inputs_embeds
+            if isinstance(targets, torch.Tensor) and isinstance(sources, torch.Tensor) and targets.dim() > 1 \
+                    and sources.dim() > 1 and targets.shape[0] != sources.shape[0]:
+                # a decoder batch several times the sources' is generate()'s beams, given the encoder output
+                raise ValueError(
+                    f"The decoder inputs have batch size {targets.shape[0]} but the sources {sources.shape[0]}: give "
+                    "one target row per source (beams of a source share its encoder output only in generate())."
+                )
             forget_edited_packed_weights(self)  # new input: weights may have been edited since the last
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, return_dict=True,

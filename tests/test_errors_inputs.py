@@ -40,7 +40,9 @@ TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
         (dict(input_ids=IDS, labels=TARGET.masked_fill(TARGET == 0, -1)), r"got values \[-1\]: pad labels with -100"),
         (dict(input_ids=IDS[:0], labels=TARGET[:0]), r"`input_ids` is an empty batch \(0 sequences\)"),
         (dict(input_ids=IDS, decoder_input_ids=TARGET, labels=TARGET[:, :2]), r"`labels` has shape \(2, 2\)"),
-        (dict(input_ids=IDS, decoder_input_ids=TARGET[:1]), r"batch size 1 but `encoder_hidden_states` 2"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET[:1]), r"decoder inputs have batch size 1 but the sources 2"),
+        # a multiple, as generate()'s beams, paired targets with other sources without a word, where the encoder runs
+        (dict(input_ids=IDS, decoder_input_ids=TARGET.repeat(2, 1)), r"batch size 4 but the sources 2: give one"),
         (dict(inputs_embeds=torch.zeros(2, 4, 7), labels=TARGET), r"d_model=32.*\(2, 4, 7\)"),
         (dict(input_ids=IDS, inputs_embeds=torch.zeros(2, 4, 32), labels=TARGET), r"exactly one of"),
         # what the tokenizer gives without return_tensors="pt", or with "np"

@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import re
+import unicodedata
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from datasets.table import CastError
 
 from .errors import InputError, MissingFileError
 from .hub import loading_from
+from .pipeline_translation import reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
 
@@ -859,10 +861,12 @@ def _short_form(german: str, number: int) -> str:
 # ---- tokenization ----
 
 
-def normalize_whitespace(text: str) -> str:
-    """`text` with the whitespace around it removed and each run of spaces, tabs or other whitespace inside it made
-    one space: the form every sentence has where this package tokenizes it (training, evaluation, pipeline)."""
-    return " ".join(text.split())
+def normalize_text(text: str) -> str:
+    """`text` in Unicode NFC (a decomposed "u" + combining diaeresis is the one character "ü", as most text has it,
+    and not other byte-level tokens), with the whitespace around it removed and each run of spaces, tabs or other
+    whitespace inside it made one space: the form every sentence has where this package tokenizes it (training,
+    evaluation, pipeline)."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def tokenize_translation_datasets(
@@ -877,9 +881,10 @@ def tokenize_translation_datasets(
 ) -> DatasetDict:
     """Tokenize each split: source -> input_ids/attention_mask, target -> labels (`text_target=`).
 
-    Both sides are whitespace-normalized first (`normalize_whitespace`), as the translation pipeline normalizes its
-    input: a run of spaces or a tab in a line would otherwise be other byte-level tokens than the one space the model
-    learnt, and translate otherwise. Sources are truncated to `max_source_length` tokens, and the training split's
+    Both sides are normalized first (`normalize_text`: NFC, whitespace), and special tokens typed in the text read
+    as text where `reads_special_tokens_as_text` says so, as the translation pipeline reads its input: a run of
+    spaces, a tab or a decomposed umlaut would otherwise be other byte-level tokens than the model learnt, and
+    translate otherwise. Sources are truncated to `max_source_length` tokens, and the training split's
     targets to `max_target_length`;
     the other splits' targets are the references their translations are scored against, so they are kept whole (a
     BLEU against cut references would credit translations cut as short). The tokenizer's truncation keeps the eos it
@@ -888,15 +893,17 @@ def tokenize_translation_datasets(
     """
 
     def tokenize(batch: dict, target_limit: int | None) -> dict:
-        sources = [normalize_whitespace(pair[source_lang]) for pair in batch["translation"]]
-        targets = [normalize_whitespace(pair[target_lang]) for pair in batch["translation"]]
-        model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True)
-        labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None)
+        sources = [normalize_text(pair[source_lang]) for pair in batch["translation"]]
+        targets = [normalize_text(pair[target_lang]) for pair in batch["translation"]]
+        model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True, split_special_tokens=as_text)
+        labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None,
+                           split_special_tokens=as_text)
         model_inputs["labels"] = labels["input_ids"]
         model_inputs["source_truncated"] = _truncated_flags(model_inputs)
         model_inputs["target_truncated"] = _truncated_flags(labels)
         return dict(model_inputs)
 
+    as_text = reads_special_tokens_as_text(tokenizer)
     tokenized = DatasetDict()
     for split, dataset in datasets.items():
         flagged = dataset.map(

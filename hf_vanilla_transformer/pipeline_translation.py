@@ -20,6 +20,7 @@ remote code from the Hub.
 
 import json
 import shutil
+import unicodedata
 from pathlib import Path
 
 import torch
@@ -85,9 +86,10 @@ class TranslationPipeline(Pipeline):
     def preprocess(self, text, truncation=False):
         if not isinstance(text, str):
             raise TypeError(f"{type(self).__name__} translates strings, got {type(text).__name__}: {text!r}")
-        text = " ".join(text.split())  # tabs, runs of spaces, spaces around: one space between words, as trained
-        # "</s>" or "<pad>" in the text is text (tokenizers saved before this package set it by default too)
-        encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt", split_special_tokens=True)
+        # NFC, and tabs, runs of spaces, spaces around: one space between words, as trained (data.normalize_text)
+        text = " ".join(unicodedata.normalize("NFC", text).split())
+        encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt",
+                                 split_special_tokens=reads_special_tokens_as_text(self.tokenizer))
         blank = torch.tensor([not text])
         return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "blank": blank}
 
@@ -119,6 +121,17 @@ class TranslationPipeline(Pipeline):
         self.model.save_pretrained(save_directory, **kwargs)
         self.tokenizer.save_pretrained(save_directory, **kwargs)
         save_translation_pipeline(save_directory)
+
+
+def reads_special_tokens_as_text(tokenizer) -> bool:
+    """Whether to tokenize with `split_special_tokens=True`, so that `"</s>"` or `"<pad>"` typed in a sentence is
+    text: the tokenizer's own setting (this package's tokenizers save True), and True for one saved before this
+    package set it too, unless it has special tokens of its own (language tags added with `add_special_tokens`),
+    which only a tokenizer that reads special tokens in text can match. The training data is tokenized by the same
+    rule (`data.tokenize_translation_datasets`)."""
+    if getattr(tokenizer, "split_special_tokens", False):
+        return True
+    return not set(tokenizer.all_special_tokens) - {"<pad>", "<s>", "</s>", "<unk>"}
 
 
 def translate_sentences(translator, sentences, *, batch_size=32, progress=False, **call_kwargs):

@@ -9,9 +9,9 @@ decoding from `<s>` (`decoder_start_token_id`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from pathlib import Path
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
@@ -31,8 +31,19 @@ def train_bpe_tokenizer(
     """Train a byte-level BPE tokenizer on `texts` (source and target sentences together) and wrap it for transformers.
 
     Special tokens get ids pad=0, bos=1, eos=2, unk=3. The result is `save_pretrained`-able and reloads with
-    `AutoTokenizer.from_pretrained`.
+    `AutoTokenizer.from_pretrained`. `vocab_size` counts them and the 256 bytes of the base alphabet.
     """
+    if isinstance(texts, (str, bytes)):  # iterated, a file name or a corpus in one string is its characters
+        raise TypeError(
+            "train_bpe_tokenizer takes the sentences, an iterable of strings (a list, a generator over a file's "
+            f"lines), got one {type(texts).__name__}: {str(texts)[:60]!r}."
+        )
+    least = len(SPECIAL_TOKENS) + len(pre_tokenizers.ByteLevel.alphabet())
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < least:
+        raise ValueError(f"vocab_size must be an integer of at least {least} (the special tokens and the 256 bytes), "
+                         f"got {vocab_size!r}.")
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
+        raise ValueError(f"min_frequency must be an integer >= 0, got {min_frequency!r}.")
     backend = Tokenizer(models.BPE(unk_token=UNK_TOKEN))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()

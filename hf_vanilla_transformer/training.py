@@ -45,7 +45,7 @@ from .data import (
     check_languages_given,
     check_token_ids_fit,
     load_translation_datasets,
-    normalize_whitespace,
+    normalize_text,
     rows_with_text,
     tokenize_translation_datasets,
 )
@@ -1286,7 +1286,7 @@ def decode_predictions(tokenizer, predictions) -> list[str]:
     """Generated ids as text, one line each (a line break a model learnt from its data would split the line)."""
     ids = predictions[0] if isinstance(predictions, tuple) else predictions
     ids = [[token for token in row if token >= 0] for row in ids.tolist()]
-    return [normalize_whitespace(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+    return [normalize_text(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
 
 def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:

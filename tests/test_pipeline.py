@@ -1,6 +1,7 @@
 """The translation pipeline: registered under a task name transformers v5 accepts, saved with the model as custom code,
 batched beam search with the same results as `generate()`, and loadable without the package (trust_remote_code)."""
 
+import copy
 import json
 import os
 import subprocess
@@ -121,6 +122,39 @@ def test_a_new_tokenizer_reads_typed_special_tokens_as_text(tmp_path):
         ids = loaded("a man </s> runs <pad>")["input_ids"]
         assert ids.count(loaded.eos_token_id) == 1 and loaded.pad_token_id not in ids
         assert loaded.decode(ids, skip_special_tokens=True) == "a man </s> runs <pad>"
+
+
+def test_decomposed_umlauts_translate_as_composed_ones(translator, reference):
+    """NFD text ("a" + combining diaeresis, as some macOS tools write) was other byte-level tokens, and another
+    translation (the Multi30k model: "Ein Café im Café amüsiert sich ..." for "A café near the Brücke.")."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFD", SOURCES[0])
+    assert decomposed != SOURCES[0] and "ä" in SOURCES[0]
+    assert translator(decomposed) == [{"translation_text": reference[0]}]
+    assert torch.equal(translator.preprocess(decomposed)["input_ids"], translator.preprocess(SOURCES[0])["input_ids"])
+
+
+def test_language_tags_added_as_special_tokens_are_matched_where_the_tokenizer_reads_them(translator, tmp_path):
+    """A tokenizer saved before this package set `split_special_tokens` reads "</s>" in text as text in the
+    pipeline and in the training data alike; one that has special tokens of its own (a "<2de>" tag, as Marian and
+    mBART users add them) and reads them matches them, where the pipeline forced them apart into characters."""
+    from hf_vanilla_transformer.data import tokenize_translation_datasets
+
+    old = copy.deepcopy(translator.tokenizer)
+    old.split_special_tokens = False  # as saved before this package set it
+    data = datasets.DatasetDict(
+        validation=datasets.Dataset.from_list([{"translation": {"de": "ein </s> Hund", "en": "a dog"}}]))
+    pipeline_ids = TranslationPipeline(model=translator.model, tokenizer=old).preprocess("ein </s> Hund")["input_ids"]
+    data_ids = tokenize_translation_datasets(data, old, source_lang="de", target_lang="en")["validation"][0]
+    assert pipeline_ids[0].tolist() == data_ids["input_ids"] and data_ids["input_ids"].count(old.eos_token_id) == 1
+
+    tagged = copy.deepcopy(translator.tokenizer)
+    tagged.add_special_tokens({"additional_special_tokens": ["<2de>"]})
+    tagged.split_special_tokens = False  # how a tokenizer reads its tags
+    tag = tagged.convert_tokens_to_ids("<2de>")
+    pipeline_ids = TranslationPipeline(model=translator.model, tokenizer=tagged).preprocess("<2de> ein Hund")
+    assert pipeline_ids["input_ids"][0].tolist()[0] == tag
 
 
 def test_blank_strings_translate_to_blank(translator, reference):

@@ -111,3 +111,15 @@ def test_a_saved_model_folder_loads_its_tokenizer_without_the_package_prompt_or_
     assert json.loads(proc.stdout) == [expected, expected]
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert 'tokenizer = AutoTokenizer.from_pretrained("runs/numbers", trust_remote_code=True)' in readme
+
+
+@pytest.mark.parametrize("texts, vocab_size, options, error, message", [
+    ("data/train.en", 4000, {}, TypeError, "an iterable of strings.*got one str"),  # trained on its characters
+    (b"a corpus", 4000, {}, TypeError, "got one bytes"),
+    (["a b c"] * 3, 100, {}, ValueError, "vocab_size must be an integer of at least 260"),  # silently 260
+    (["a b c"] * 3, -5, {}, ValueError, "at least 260"),  # OverflowError inside tokenizers
+    (["a b c"] * 3, 300, {"min_frequency": -1}, ValueError, "min_frequency must be an integer >= 0"),
+])
+def test_train_bpe_tokenizer_refuses_what_it_would_train_wrongly_on(texts, vocab_size, options, error, message):
+    with pytest.raises(error, match=message):
+        train_bpe_tokenizer(texts, vocab_size, **options)

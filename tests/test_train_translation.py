@@ -645,7 +645,7 @@ def test_a_tokenizer_left_in_the_output_folder_is_reused_only_when_resuming(tmp_
     words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(3, 9))) for _ in range(400)]
     pairs = [{"de": " ".join(rng.sample(words, 6)), "en": " ".join(rng.sample(words, 6))} for _ in range(500)]
     raw = DatasetDict(train=Dataset.from_dict({"translation": pairs}))
-    stale = train_bpe_tokenizer([p["de"] for p in pairs], vocab_size=200)
+    stale = train_bpe_tokenizer([p["de"] for p in pairs], vocab_size=260)
     stale.save_pretrained(tmp_path / "run")
     stale.save_pretrained(tmp_path / "run" / "checkpoint-5")
     args = parse_arguments(["--output_dir", str(tmp_path / "run"), "--train_prefix", str(tmp_path / "unused"),

@@ -1023,7 +1023,8 @@ def main(argv: list[str] | None = None) -> dict:
                 commit = push_from_training_args(training_args)
             except Exception as error:
                 repo_id = training_args.hub_model_id or Path(output_dir).resolve().name
-                message = hub_error_message(error, repo_id)
+                # the Hub's refusal, or ours (a repository of another model type)
+                message = str(error) if isinstance(error, InputError) else hub_error_message(error, repo_id)
                 if message is None:
                     raise
                 raise InputError(

@@ -543,6 +543,30 @@ def test_a_push_the_hub_would_refuse_stops_before_training(hub_server, tmp_path,
     assert not (tmp_path / "out").exists()  # before any work
 
 
+def test_a_push_into_another_kind_of_model_says_the_run_is_saved(hub_server, tmp_path):  # noqa: F811
+    """The push at the end refuses a repository holding another model type: the message said so, but not that the
+    trained run is saved, nor how to push it."""
+    hub_server.run_python("""
+import json, tempfile, pathlib
+from huggingface_hub import HfApi
+folder = pathlib.Path(tempfile.mkdtemp())
+(folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+HfApi().create_repo("user/a-gpt2", exist_ok=True)
+HfApi().upload_folder(repo_id="user/a-gpt2", folder_path=folder)
+""", hf_home=tmp_path / "home")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(out),
+         "--number_words_train_size", "100", "--number_words_eval_size", "4", "--d_model", "16", "--layers", "1",
+         "--attention_heads", "2", "--ffn_dim", "32", "--vocab_size", "280", "--max_steps", "2", "--push_to_hub",
+         "--hub_model_id", "user/a-gpt2"],
+        env=hub_server.env(tmp_path / "home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and f"The run is saved in {out}, but pushing it failed." in last, proc.stderr[-2000:]
+    assert "another kind of model (model_type 'gpt2'" in last and (out / "model.safetensors").exists()
+
+
 def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_path, monkeypatch, capsys, caplog):
     """A checkpoint of another size was a 55-line size-mismatch traceback from torch; one past --max_steps trained a
     step more than asked. Both are one message now."""

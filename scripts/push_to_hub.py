@@ -41,7 +41,11 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     card.add_argument("--target_lang", help="target language code, e.g. en")
     card.add_argument("--dataset_name", help="the training data's Hub dataset id")
     card.add_argument("--license", help="the model's license (default apache-2.0)")
-    return parser.parse_args(argv), parser
+    args = parser.parse_args(argv)
+    if args.create_pr and args.revision not in (None, "main"):  # huggingface_hub raises it after the card work
+        parser.error(f"--create_pr opens a pull request against the default branch: leave out --revision "
+                     f"{args.revision}, or push to that branch without --create_pr.")
+    return args, parser
 
 
 def main(argv: list[str] | None = None):

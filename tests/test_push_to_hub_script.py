@@ -163,6 +163,14 @@ model.save_pretrained({str(tmp_path / "sharded")!r}, max_shard_size="100KB")
     assert hub_server.unhandled == []
 
 
+def test_a_pull_request_to_a_branch_is_one_message(run_dir, capsys):
+    """huggingface_hub opens pull requests against the default branch only: its ValueError was a traceback."""
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("push_to_hub").main([str(run_dir), "user/x", "--create_pr", "--revision", "v1"])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--create_pr opens a pull request against the default branch" in error
+
+
 def test_damaged_checkpoint_state_is_one_message(run_dir, monkeypatch, capsys):
     from huggingface_hub import constants
 

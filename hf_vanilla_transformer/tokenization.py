@@ -8,6 +8,7 @@ decoding from `<s>` (`decoder_start_token_id`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -104,6 +105,12 @@ def load_tokenizer(name_or_path: str | Path, **kwargs):
               "training script also takes one with --tokenizer_name).")
     if path.is_dir() and not any((path / name).is_file() for name in TOKENIZER_FILES):
         raise InputError(f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). {remedy}")
+    for name in ("tokenizer.json", "tokenizer_config.json"):  # a damaged file: named, not JSON's bare complaint
+        if path.is_dir() and (path / name).is_file():
+            try:
+                json.loads((path / name).read_bytes())
+            except ValueError as error:
+                raise InputError(f"{path / name} is damaged (not JSON: {error}). {remedy}") from error
     try:
         return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
     except ValueError as error:

@@ -165,6 +165,7 @@ def test_nothing_to_translate_is_no_translations_as_a_filter_gives(script, model
         (["tokenizer.json"], "has a tokenizer config but not the tokenizer (tokenizer.json)"),
         (["model.safetensors"], "no file named model.safetensors"),
         ("truncate", "are truncated or corrupt"),
+        ("tokenizer.json", "tokenizer.json is damaged (not JSON: "),  # JSON's complaint named no file
     ],
 )
 def test_a_damaged_model_folder_says_what_is_missing(script, model_dir, tmp_path, capsys, damage, message):
@@ -175,6 +176,8 @@ def test_a_damaged_model_folder_says_what_is_missing(script, model_dir, tmp_path
     if damage == "truncate":
         weights = damaged / "model.safetensors"
         weights.write_bytes(weights.read_bytes()[:1000])
+    elif damage == "tokenizer.json":
+        (damaged / damage).write_text('{"version": "1.0", "trunc')
     else:
         for name in damage:
             (damaged / name).unlink()

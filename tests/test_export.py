@@ -220,7 +220,7 @@ def test_only_an_earlier_export_is_ever_replaced(tmp_path):
     from hf_vanilla_transformer.errors import InputError
     from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
 
-    train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=60).save_pretrained(tmp_path / "runs" / "model")
+    train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=260).save_pretrained(tmp_path / "runs" / "model")
     with pytest.raises(InputError, match="not overwritten"):  # the script's one-line error, exit status 2
         export_script().main([str(tmp_path / "runs" / "model"), str(tmp_path / "runs")])
     with pytest.raises(InputError, match="exists and --no_overwrite is given"):

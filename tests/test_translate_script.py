@@ -136,14 +136,16 @@ def test_errors(script, model_dir, tmp_path, capsys, make_args, message):
 
 
 def test_lines_of_several_sentences_are_warned_about(script, model_dir, tmp_path, capsys):
-    """A paragraph on one line came back as one short sentence, the rest left out without a word."""
+    """A paragraph on one line came back as one short sentence, the rest left out without a word; two sentences
+    too (the Multi30k model left "A dog runs in the park." out of "A man is sleeping. A dog runs in the park.")."""
     paragraph = "Ein Hund läuft. Die Sonne scheint! Zwei Kinder spielen im Park."
-    (tmp_path / "in.txt").write_text(f"Ein Hund läuft.\n{paragraph}\nDr. Meier liest. Eine Frau liest.\n")
+    lines = ["Ein Hund läuft.", paragraph, "Dr. Meier liest gern.", "Dr. Meier liest. Eine Frau liest."]
+    (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
     script.main([str(model_dir), str(tmp_path / "in.txt"), "-q", "-o", str(tmp_path / "out.txt")])
     assert capsys.readouterr().err == (
-        "translate.py: warning: 1 line holds several sentences (2); the model translates one sentence a line and may "
-        "leave sentences out: split the text into sentences first, one a line.\n")
-    assert len((tmp_path / "out.txt").read_text().splitlines()) == 3  # translated all the same
+        "translate.py: warning: 2 lines hold several sentences (2, 4); the model translates one sentence a line and "
+        "may leave sentences out: split the text into sentences first, one a line.\n")
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same
 
 
 def test_nothing_to_translate_is_no_translations_as_a_filter_gives(script, model_dir, tmp_path, capsys):

@@ -1048,6 +1048,8 @@ def translate_script() -> str:
 def train(trainer, resume_from: str | None) -> dict:
     """Train (from `resume_from`, a checkpoint, if given), average the last checkpoints if asked, save the run's
     model and state; returns the training metrics."""
+    state = Path(resume_from or "") / "trainer_state.json"  # read now: the checkpoint limit may delete it in training
+    resumed_at = json.loads(state.read_text()).get("global_step", 0) if resume_from and state.exists() else None
     try:
         train_result = trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on
@@ -1063,9 +1065,8 @@ def train(trainer, resume_from: str | None) -> dict:
         raise KeyboardInterrupt(message) from None
     check_replicas_agree(trainer)
     metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
-    if resume_from:  # the Trainer's train_runtime and train_loss cover the steps after it: the card says so
-        state = Path(resume_from) / "trainer_state.json"
-        metrics["resumed_from_step"] = json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0
+    if resumed_at is not None:  # the Trainer's train_runtime and train_loss cover the steps after it: the card says so
+        metrics["resumed_from_step"] = resumed_at
     if trainer.args.average_last_checkpoints:
         metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
     if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained

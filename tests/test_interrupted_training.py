@@ -57,7 +57,9 @@ def test_sigkill_then_resume_ends_with_the_same_loss(uninterrupted, tmp_path):
     assert resumed_from is not None and int(resumed_from.name.split("-")[1]) < 120
 
     resumed = subprocess.run(
-        command(out, "--resume_from_checkpoint", "true", "--log_level", "info"), check=True, capture_output=True,
+        # --save_total_limit 2: the checkpoint resumed from is deleted before the run ends (its step is read first)
+        command(out, "--resume_from_checkpoint", "true", "--log_level", "info", "--save_total_limit", "2"), check=True,
+        capture_output=True,
         text=True, env=ENV, cwd=REPO, timeout=600,
     )
     # the second process started at the checkpoint's step (a deterministic run that ignored the flag would log the

@@ -23,15 +23,21 @@ def compute_translation_metrics(
 
     `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
     """
-    for name, value in (("predictions", predictions), ("references", references)):
-        if isinstance(value, str):  # a string is a sequence too: sacrebleu would score it a character a line
-            raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
+    check_sentence_lists(predictions, references)
     if len(predictions) != len(references):
         raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
     if not predictions:
         raise ValueError("No predictions to score: give at least one translation and its reference.")
     reference_streams = _reference_streams(references)
     return {name: metric().corpus_score(predictions, reference_streams).score for name, metric in _METRICS.items()}
+
+
+def check_sentence_lists(predictions, references) -> None:
+    """TypeError for one string given as predictions or references: a string is a sequence too, which sacrebleu
+    (and `evaluate`) would take for a sentence a character."""
+    for name, value in (("predictions", predictions), ("references", references)):
+        if isinstance(value, str):
+            raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
 
 
 def sacrebleu_signatures(references_per_sentence: int = 1) -> dict[str, str]:

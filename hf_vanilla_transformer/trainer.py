@@ -120,6 +120,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self.max_tokens_per_batch = max_tokens_per_batch or getattr(self.args, "max_tokens_per_batch", None)
         self._token_batch_sampler: TokenBatchSampler | None = None
         self._sentences_trained = 0
+        self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
         if self.is_fsdp_enabled:
@@ -222,7 +223,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
 
-    def evaluation_loop(self, *args, **kwargs):
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
         """The Trainer's loop, gathering with accelerate's `gather_for_metrics` again, where Seq2SeqTrainer's
         evaluate() and predict() chose a plain gather: under several processes that kept the sentences accelerate
         repeats to give every process full batches, so metrics and translations counted them twice or more.
@@ -231,12 +233,14 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         batches' token means, weighted by sentences, so it changed with the batch size and the process count."""
         self.gather_function = self.accelerator.gather_for_metrics
         self._evaluation_token_loss = torch.zeros(2, device=self.args.device)  # summed token losses, tokens
-        output = super().evaluation_loop(*args, **kwargs)
-        prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
-        total, tokens = self._evaluation_token_loss.tolist()
-        self._evaluation_token_loss = None
-        if f"{prefix}_loss" in output.metrics and tokens > 0 and math.isfinite(total):
-            output.metrics[f"{prefix}_loss"] = total / tokens
+        try:
+            output = super().evaluation_loop(
+                dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+            total, tokens = self._evaluation_token_loss.tolist()
+        finally:
+            self._evaluation_token_loss = None
+        if f"{metric_key_prefix}_loss" in output.metrics and tokens > 0 and math.isfinite(total):
+            output.metrics[f"{metric_key_prefix}_loss"] = total / tokens
         return output
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
@@ -262,7 +266,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             for name in unset:
                 setattr(config, name, None)
         targets = inputs.get("labels")
-        if loss is not None and targets is not None and getattr(self, "_evaluation_token_loss", None) is not None:
+        if loss is not None and targets is not None and self._evaluation_token_loss is not None:
             # each sentence's share of the batch's summed loss (token mean x its tokens), gathered as the
             # translations are: without the sentences accelerate repeats to fill the last batches
             tokens = (targets != -100).sum(dim=-1).float()

@@ -1048,8 +1048,7 @@ def translate_script() -> str:
 def train(trainer, resume_from: str | None) -> dict:
     """Train (from `resume_from`, a checkpoint, if given), average the last checkpoints if asked, save the run's
     model and state; returns the training metrics."""
-    state = Path(resume_from or "") / "trainer_state.json"  # read now: the checkpoint limit may delete it in training
-    resumed_at = json.loads(state.read_text()).get("global_step", 0) if resume_from and state.exists() else None
+    resumed_at = checkpoint_step(resume_from) if resume_from else None  # now: the checkpoint limit may delete it
     try:
         train_result = trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on
@@ -1239,6 +1238,12 @@ RESUMED_SHAPE = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "e
 its dropout, without which the run would not go on as it was."""
 
 
+def checkpoint_step(checkpoint: str | Path) -> int:
+    """The global step a checkpoint was saved at (its trainer_state.json's; 0 without one)."""
+    state = Path(checkpoint) / "trainer_state.json"
+    return json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0
+
+
 def check_resumable(checkpoint: str, model, training_args) -> None:
     """The checkpoint holds the model the flags build (its shape and dropout), lies before --max_steps, and was
     written under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback
@@ -1254,8 +1259,7 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
             "(the same --model_name_or_path for a fine-tuning run; a new model's sizes and dropout are in the "
             "checkpoint's config.json), or train into a new --output_dir."
         )
-    state = Path(checkpoint) / "trainer_state.json"
-    step = json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0
+    step = checkpoint_step(checkpoint)
     if training_args.max_steps > 0 and step > training_args.max_steps:
         raise InputError(
             f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "

@@ -3,7 +3,7 @@
 import datasets
 import evaluate
 
-from hf_vanilla_transformer.metrics import compute_translation_metrics
+from hf_vanilla_transformer.metrics import check_sentence_lists, compute_translation_metrics
 
 _DESCRIPTION = "Corpus BLEU and chrF (sacrebleu defaults) of detokenized translations against references."
 _KWARGS_DESCRIPTION = """
@@ -38,9 +38,7 @@ class BleuChrf(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs) -> dict:
         """`evaluate.Metric.compute`, with the errors of `compute_translation_metrics` for inputs `evaluate` would
         fail on inside (an empty list: IndexError) or take apart (one string: a sentence a character)."""
-        for name, value in (("predictions", predictions), ("references", references)):
-            if isinstance(value, str):
-                raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
+        check_sentence_lists(predictions, references)
         if predictions is not None and references is not None and not len(predictions) and not len(references):
             raise ValueError("No predictions to score: give at least one translation and its reference.")
         return super().compute(predictions=predictions, references=references, **kwargs)

@@ -686,8 +686,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
 
     def adjust_generation_fn(self, *args, **kwargs):
         """Loading: the saved generation config, or, where the folder has none (a model saved without it, weights
-        and config.json alone), one made from config.json, which holds no decoding settings: the paper's then."""
+        and config.json alone), one made from config.json, which holds no decoding settings: the paper's then. A
+        config that a Seq2SeqTrainer saved with all of transformers' defaults filled in is read without them."""
         super().adjust_generation_fn(*args, **kwargs)
+        self._forget_placeholder_max_length()
         self._default_to_the_papers_decoding()
 
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
@@ -784,18 +786,22 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         return super().save_pretrained(*args, **kwargs)
 
     def _forget_placeholder_max_length(self) -> None:
-        """Unset transformers' placeholder `max_length=20` where Seq2SeqTrainer put it: after every evaluation batch
-        it fills each unset field of the generation config with transformers' default, and that length would cut every
-        later translation, and every saved model's, at 20 tokens. Recognised by all ~30 defaults being set, which no
-        one does by hand; a length set any other way stays."""
+        """Undo what Seq2SeqTrainer writes into the generation config: after every evaluation batch it fills each
+        unset field with transformers' default, and the placeholder `max_length=20` among them would cut every later
+        translation, and every saved model's, at 20 tokens. Recognised by all ~30 defaults being set (`max_length` to
+        20 or, where this ran before, unset), which no one does by hand. The fields holding their default are unset
+        again, as they were, so that a length set by hand later (even 20) is not taken for the placeholder; the
+        paper's decoding settings stay, since unset they would mean the paper's values (`PAPER_DECODING`)."""
         config = self.generation_config
-        if config is None or config.max_length is None:
+        if config is None or config.max_length not in (None, 20):
             return
         defaults = config._get_default_generation_params()
-        if config.max_length == defaults["max_length"] and all(
-            getattr(config, name, None) is not None for name, value in defaults.items() if value is not None
-        ):
-            config.max_length = None
+        if not all(getattr(config, name, None) is not None for name, value in defaults.items()
+                   if value is not None and name != "max_length"):
+            return
+        for name, value in defaults.items():
+            if value is not None and name not in PAPER_DECODING and getattr(config, name) == value:
+                setattr(config, name, None)
 
     def _padding_mask_of(self, source: torch.Tensor | None, config) -> torch.Tensor | None:
         """`source` ids' attention mask, 0 at `pad_token_id`; None for embeddings, or without a pad token distinct from

@@ -1,6 +1,7 @@
 """Evaluation with Seq2SeqTrainer translates whole sentences: the paper's length limit (source length + 50 new
 tokens) holds over many batches, in a later generate() and in the saved generation config."""
 
+import copy
 import json
 
 import datasets
@@ -91,12 +92,37 @@ def test_a_length_the_user_sets_still_wins(trainer):
     assert trainer.model.generation_config.max_new_tokens == 30
 
 
-def test_a_max_length_of_20_set_by_hand_is_kept():
+def test_a_max_length_of_20_set_by_hand_is_kept(trainer, tmp_path):
     model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
     model.generation_config.max_length = 20
     model.generation_config.suppress_tokens = [0, 1, 2]  # never ends
     assert model.generate(torch.tensor([[5, 6, 7, 2]])).shape[1] == 20
     assert model.generation_config.max_length == 20
+
+    # after an evaluation, which fills the config with transformers' defaults, and once generate() has undone that
+    trainer.evaluate()
+    model, source = trainer.model, torch.tensor([[5, 6, 7, 2]])
+    model.generation_config.min_new_tokens = None
+    model.generation_config.suppress_tokens = [0, 1, 2]
+    assert model.generate(source).shape[1] == 1 + 4 + 50
+    model.generation_config.max_length = 20
+    assert model.generate(source).shape[1] == 20
+
+    # a generation config that a Seq2SeqTrainer saved with every default filled in (placeholder length or not)
+    for placeholder in (20, None):
+        model.generation_config.max_length = None
+        filled = {name: value for name, value in GenerationConfig._get_default_generation_params().items()
+                  if value is not None}
+        model.generation_config.update(**{**filled, "max_length": placeholder}, defaults_only=True)
+        filled_config = copy.deepcopy(model.generation_config)
+        model.save_pretrained(tmp_path / "trainer_saved")
+        filled_config.save_pretrained(tmp_path / "trainer_saved")  # as written before this package's save undoes it
+        assert json.loads((tmp_path / "trainer_saved" / "generation_config.json").read_text())["top_k"] == 50
+        loaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "trainer_saved").eval()
+        assert loaded.generation_config.max_length is None and loaded.generation_config.top_k is None
+        assert loaded.generation_config.num_beams == 4 and loaded.generation_config.length_penalty == 0.6
+        loaded.generation_config.max_length = 20
+        assert loaded.generate(source, suppress_tokens=[0, 1, 2], num_beams=1).shape[1] == 20
 
 
 def test_sources_without_targets_are_translated(trainer):

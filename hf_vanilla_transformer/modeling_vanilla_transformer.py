@@ -52,6 +52,20 @@ def may_skip_mask(padding_mask: torch.Tensor | None) -> bool:
     return padding_mask is None or on_host(padding_mask)
 
 
+def forget_weights_edited_before_new_input(
+    module: nn.Module, inputs: torch.Tensor | None, cache: Cache | None = None
+) -> None:
+    """`forget_edited_packed_weights` for a part of the model that starts on new input: the encoder at every call,
+    the decoder and the output projection at the first position of a decoding (an empty cache, or none: every
+    forward that scores whole targets). So `generate()` and a hand-written decoding loop on a given encoder output
+    see a weight edited through `.data` since the last call. Skipped where nothing is packed (training, torch.compile,
+    off the CPU), so that a static cache's length is never read from an accelerator."""
+    if module.training or is_torchdynamo_compiling() or inputs is None or not on_host(inputs):
+        return
+    if cache is None or int(cache.get_seq_length()) == 0:
+        forget_edited_packed_weights(module)
+
+
 def check_is_tensor(name: str, value) -> None:
     """Inputs are torch tensors: a ValueError saying how to get them (the tokenizer's lists, or numpy arrays, fail
     deep inside torch or transformers otherwise)."""
@@ -468,6 +482,7 @@ class VanillaTransformerEncoder(VanillaTransformerStack):
         **kwargs,
     ) -> BaseModelOutput:
         hidden_states = self.embed(input_ids, inputs_embeds, padding_mask=attention_mask)
+        forget_weights_edited_before_new_input(self, hidden_states)
         attention_mask = create_bidirectional_mask(
             self.config, hidden_states, attention_mask, allow_is_bidirectional_skip=may_skip_mask(attention_mask)
         )
@@ -516,6 +531,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         offset = past_key_values.get_seq_length() if past_key_values is not None else 0
 
         hidden_states = self.embed(input_ids, inputs_embeds, offset, padding_mask=attention_mask)
+        forget_weights_edited_before_new_input(self, hidden_states, past_key_values)
         batch, length = hidden_states.shape[:2]
         sources = encoder_hidden_states.shape[0]
         if batch % sources:
@@ -617,7 +633,6 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
                     f"The decoder inputs have batch size {targets.shape[0]} but the sources {sources.shape[0]}: give "
                     "one target row per source (beams of a source share its encoder output only in generate())."
                 )
-            forget_edited_packed_weights(self)  # new input: weights may have been edited since the last
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, return_dict=True,
                 **kwargs,
@@ -702,7 +717,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
         without its mask would attend to the padding and translate its shorter sentences differently."""
         self._forget_placeholder_max_length()
-        forget_edited_packed_weights(self)
         config = generation_config if generation_config is not None else self.generation_config
 
         def setting(name):  # as transformers merges them: the call, the config given, the model's config
@@ -870,8 +884,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
-        if encoder_outputs is None:
-            forget_edited_packed_weights(self.lm_head)  # new input; the model checks its own layers
+        decoder_inputs = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
+        if isinstance(decoder_inputs, torch.Tensor):  # the encoder and decoder check their own layers
+            forget_weights_edited_before_new_input(self.lm_head, decoder_inputs, past_key_values)
         outputs = self.model(
             input_ids,
             attention_mask=attention_mask,

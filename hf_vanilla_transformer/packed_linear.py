@@ -163,8 +163,8 @@ class PrepackedLinear(nn.Linear):
         """Drop the packed copy if the weight changed without torch counting it: an in-place edit through `.data`
         (`weight.data += delta`, as PEFT merges LoRA weights and some EMA code updates, or `fc2.weight.data[:, units]
         = 0`, an ablation) leaves the version counter as it was. A checksum of every row (`_weight_checksum`) shows
-        any such edit. The model calls this when it starts on new input (each `generate()` call, each forward that
-        runs the encoder)."""
+        any such edit. The model calls this when it starts on new input: the encoder at each call, the decoder and
+        the output projection at the first position of a decoding."""
         if self._packed is None:
             return
         if type(self.weight.data) is not torch.Tensor or self._packed[0][2:] != self._weight_identity():

@@ -196,6 +196,38 @@ def test_weights_edited_through_data_are_used_by_the_next_call(batch, gemm, monk
         assert model(**{**step, "input_ids": step["input_ids"].clamp(max=vocab - 4)}).logits.shape[-1] == vocab - 3
 
 
+@pytest.mark.parametrize("gemm", GEMMS)
+def test_weights_edited_through_data_are_used_by_a_decoding_loop_on_a_given_encoder_output(batch, gemm, monkeypatch):
+    """A hand-written decoding loop: the encoder run once (`model.get_encoder()`), then forwards given its output,
+    one position at a time with a cache. A decoder weight, or the output projection's, edited through `.data`
+    between two such decodings is used from the next decoding's first position on (the packed copies kept the old
+    weights: only generate() and forwards that ran the encoder looked)."""
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", gemm)
+    model = tiny_model()
+    sources = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    start = torch.full_like(batch["input_ids"][:, :1], model.config.decoder_start_token_id)
+
+    def decode(steps=3):
+        with torch.no_grad():
+            encoder_outputs, cache, ids, logits = model.get_encoder()(**sources), None, start, []
+            for _ in range(steps):
+                output = model(encoder_outputs=encoder_outputs, attention_mask=sources["attention_mask"],
+                               decoder_input_ids=ids[:, -1:], past_key_values=cache, use_cache=True)
+                cache = output.past_key_values
+                logits.append(output.logits[:, -1])
+                ids = torch.cat([ids, output.logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            return torch.stack(logits, 1)
+
+    decode()
+    assert packed(model)
+    with torch.no_grad():
+        model.model.decoder.layers[0].ffn.fc2.weight.data[:, :5] = 0
+        model.lm_head.weight.data[7] += 0.5
+    edited = decode()
+    monkeypatch.setattr(packed_linear, "FP32_GEMM", None)
+    torch.testing.assert_close(edited, decode(), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("edit", ["ablate", "permute"])
 @pytest.mark.parametrize("gemm", GEMMS)
 def test_units_ablated_or_permuted_through_data_are_used_by_the_next_call(batch, gemm, edit, monkeypatch):

@@ -152,10 +152,8 @@ def sinusoidal_encoding(positions: torch.Tensor, d_model: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) [3.5]."""
     exponents = torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float32) / d_model
     angles = positions.to(torch.float32)[:, None] / 10000.0**exponents
-    encoding = torch.empty(len(positions), d_model, device=positions.device)
-    encoding[:, 0::2] = torch.sin(angles)
-    encoding[:, 1::2] = torch.cos(angles[:, : d_model // 2])
-    return encoding
+    # interleaved (sin, cos) pairs; no size read from the tensor, so that torch.export keeps the length dynamic
+    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(-2)[:, :d_model]
 
 
 class VanillaTransformerPositionalEncoding(nn.Module):

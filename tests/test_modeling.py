@@ -79,11 +79,39 @@ def paper_encoding(position, i, d_model):
     return math.sin(angle) if i % 2 == 0 else math.cos(angle)
 
 
-def test_sinusoidal_encoding_is_the_paper_formula():
-    d_model = 16
+@pytest.mark.parametrize("d_model", [16, 15])
+def test_sinusoidal_encoding_is_the_paper_formula(d_model):
     table = sinusoidal_encoding(torch.arange(50), d_model)
     expected = torch.tensor([[paper_encoding(p, i, d_model) for i in range(d_model)] for p in range(50)])
     torch.testing.assert_close(table, expected, atol=1e-5, rtol=0)
+
+
+def test_torch_export_keeps_batch_and_lengths_dynamic_with_a_padding_mask():
+    """torch.export (non-strict) of the forward with a padding mask and dynamic batch and lengths, as MarianMTModel
+    exports: the encodings of positions counted from the mask read no size (a `len()` fixed batch x length)."""
+    model = make_model().eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, decoder_input_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              decoder_input_ids=decoder_input_ids, use_cache=False).logits
+
+    ids = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    # decoder inputs without a mask take the encodings from the table, up to max_position_embeddings
+    batch, source = torch.export.Dim("batch", max=64), torch.export.Dim("source")
+    target = torch.export.Dim("target", max=model.config.max_position_embeddings)
+    exported = torch.export.export(
+        Logits(), (ids, (ids != 0).long(), torch.tensor([[1, 5, 6], [1, 7, 8]])),
+        dynamic_shapes=({0: batch, 1: source}, {0: batch, 1: source}, {0: batch, 1: target}),
+    )
+    other = torch.tensor([[5, 6, 7, 8, 9, 2], [8, 2, 0, 0, 0, 0], [4, 4, 2, 0, 0, 0]])
+    inputs = (other, (other != 0).long(), torch.tensor([[1, 5], [1, 7], [1, 9]]))
+    with torch.no_grad():
+        torch.testing.assert_close(exported.module()(*inputs), Logits()(*inputs))
 
 
 def test_no_learned_position_parameters():

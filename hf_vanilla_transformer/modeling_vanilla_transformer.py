@@ -112,6 +112,8 @@ def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
 def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
     """Labels are token ids in [0, vocab_size) or -100 (left out of the loss), of shape (batch, length)."""
     check_is_tensor("labels", labels)
+    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise ValueError(f"`labels` must hold integer token ids (torch.long), got dtype {labels.dtype}.")
     if labels.dim() != 2:
         raise ValueError(f"`labels` must have shape (batch, length), got {tuple(labels.shape)}.")
     if is_torchdynamo_compiling():

@@ -51,6 +51,7 @@ TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
         (dict(input_ids=IDS, labels=TARGET.tolist()), r"`labels` must be a torch tensor, got a list"),
         (dict(input_ids=IDS, attention_mask=MASK.tolist(), labels=TARGET), r"`attention_mask` must be a torch tensor"),
         (dict(input_ids=IDS, labels=TARGET[0]), r"`labels` must have shape \(batch, length\), got \(3,\)"),
+        (dict(input_ids=IDS, labels=TARGET.float()), r"`labels` must hold integer token ids.*torch.float32"),
         (dict(input_ids=IDS, labels=TARGET.repeat(2, 1)), r"`labels` has batch size 4 but the sources 2: give one"),
     ],
 )

@@ -267,12 +267,31 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
                 setattr(config, name, None)
         targets = inputs.get("labels")
         if loss is not None and targets is not None and self._evaluation_token_loss is not None:
-            # each sentence's share of the batch's summed loss (token mean x its tokens), gathered as the
-            # translations are: without the sentences accelerate repeats to fill the last batches
+            # each sentence's summed loss and its tokens, gathered as the translations are: without the sentences
+            # accelerate repeats to fill the last batch of an evaluation set that the processes do not divide
             tokens = (targets != -100).sum(dim=-1).float()
-            shares = self.gather_function(torch.stack([loss.detach().float() * tokens, tokens], dim=-1))
+            state = self.accelerator.gradient_state
+            if self.args.world_size > 1 and state.end_of_dataloader and state.remainder > 0:
+                summed = self._sentence_losses(model, inputs)  # the batch's mean counts the repeated sentences too
+            else:
+                summed = loss.detach().float() * tokens  # the batch's token mean: its sum, shared by tokens
+            shares = self.gather_function(torch.stack([summed, tokens], dim=-1))
             self._evaluation_token_loss += shares.sum(dim=0)
         return loss, outputs, labels
+
+    def _sentence_losses(self, model, inputs) -> torch.Tensor:
+        """Each sentence's summed token loss (with the label smoothing the evaluation's loss has), from one more
+        forward pass of the batch: for the last batch of an evaluation under several processes."""
+        targets = inputs["labels"]
+        smoothing = self.label_smoother.epsilon if self.label_smoother is not None else 0.0
+        with torch.no_grad(), self.compute_loss_context_manager():
+            logits = model(**inputs).logits
+        losses = torch.stack([  # a sentence at a time: no float32 copy of the batch's logits
+            torch.nn.functional.cross_entropy(row.float(), target, ignore_index=-100, label_smoothing=smoothing,
+                                              reduction="sum")
+            for row, target in zip(logits, targets)
+        ])
+        return losses
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Trainer's loss, with `label_smoothing_factor` [5.4] handed to the model, which computes it a chunk of

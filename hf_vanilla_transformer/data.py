@@ -15,7 +15,6 @@ import io
 import json
 import logging
 import re
-import unicodedata
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from datasets.table import CastError
 
 from .errors import InputError, MissingFileError
 from .hub import loading_from
-from .pipeline_translation import reads_special_tokens_as_text
+from .pipeline_translation import normalize_text, reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
 
@@ -859,14 +858,6 @@ def _short_form(german: str, number: int) -> str:
 
 
 # ---- tokenization ----
-
-
-def normalize_text(text: str) -> str:
-    """`text` in Unicode NFC (a decomposed "u" + combining diaeresis is the one character "ü", as most text has it,
-    and not other byte-level tokens), with the whitespace around it removed and each run of spaces, tabs or other
-    whitespace inside it made one space: the form every sentence has where this package tokenizes it (training,
-    evaluation, pipeline)."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def tokenize_translation_datasets(

@@ -86,8 +86,7 @@ class TranslationPipeline(Pipeline):
     def preprocess(self, text, truncation=False):
         if not isinstance(text, str):
             raise TypeError(f"{type(self).__name__} translates strings, got {type(text).__name__}: {text!r}")
-        # NFC, and tabs, runs of spaces, spaces around: one space between words, as trained (data.normalize_text)
-        text = " ".join(unicodedata.normalize("NFC", text).split())
+        text = normalize_text(text)  # as the training data was
         encoded = self.tokenizer(text, truncation=truncation, return_tensors="pt",
                                  split_special_tokens=reads_special_tokens_as_text(self.tokenizer))
         blank = torch.tensor([not text])
@@ -121,6 +120,14 @@ class TranslationPipeline(Pipeline):
         self.model.save_pretrained(save_directory, **kwargs)
         self.tokenizer.save_pretrained(save_directory, **kwargs)
         save_translation_pipeline(save_directory)
+
+
+def normalize_text(text: str) -> str:
+    """`text` in Unicode NFC (a decomposed "u" + combining diaeresis is the one character "ü", as most text has it,
+    and not other byte-level tokens), with the whitespace around it removed and each run of spaces, tabs or other
+    whitespace inside it made one space: the form every sentence has where this package tokenizes it (training,
+    evaluation, this pipeline). Defined here, in the code saved with every model, and used by the training data."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def reads_special_tokens_as_text(tokenizer) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -9,17 +10,45 @@ from pathlib import Path
 import numpy as np
 import sacrebleu
 
-_METRICS = {"bleu": sacrebleu.BLEU, "chrf": sacrebleu.CHRF}
-"""The metrics, each with sacrebleu's default settings (BLEU: 13a tokenization, exponential smoothing)."""
+logger = logging.getLogger(__name__)
+
+BLEU_TOKENIZERS = tuple(sacrebleu.BLEU.TOKENIZERS)
+"""The tokenizations sacrebleu's BLEU knows: `13a` (its default), `zh`, `ja-mecab`, `ko-mecab`, `char`, `intl`,
+`flores200`, `none`, ..."""
+
+_ISO_639_2 = {"zho": "zh", "chi": "zh", "jpn": "ja", "kor": "ko"}
 
 BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_chrf.py")
 """The `evaluate` metric module shipped in the package: `evaluate.load(BLEU_CHRF_METRIC_PATH)` works offline."""
 
 
+def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) -> str:
+    """The tokenization BLEU uses: `tokenize` if given, else the one sacrebleu chooses for the target language, as
+    its command line does with `-l`: `zh` for Chinese, `ja-mecab` for Japanese, `ko-mecab` for Korean (codes such as
+    `zh-CN`, `zh_Hant` or `jpn` included), `13a` for the rest. 13a splits text at spaces and punctuation, so a
+    language written without spaces would be scored by whole sentences: BLEU 0 for a perfect translation.
+    `ja-mecab`/`ko-mecab` need `pip install "sacrebleu[ja]"` / `"sacrebleu[ko]"`; without it, `char` (each character
+    a token) with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""
+    if tokenize is not None and tokenize not in BLEU_TOKENIZERS:
+        raise ValueError(f"sacrebleu has no BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}.")
+    language = (target_lang or "").lower().replace("_", "-").split("-")[0]
+    language = _ISO_639_2.get(language, language)
+    try:
+        return sacrebleu.BLEU(tokenize=tokenize, trg_lang=language).tokenizer.signature()
+    except (ImportError, RuntimeError) as error:  # MeCab's or sentencepiece's package is not installed
+        reason = " ".join(str(error).split())
+        if tokenize is not None:
+            raise ValueError(f"BLEU's {tokenize!r} tokenizer cannot run here: {reason}") from error
+        logger.warning("BLEU for target language %r: sacrebleu's tokenizer for it cannot run here (%s). Scoring "
+                       "characters (`char`) instead.", target_lang, reason)
+        return "char"
+
+
 def compute_translation_metrics(
-    predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]]
+    predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *, bleu_tokenize: str = "13a"
 ) -> dict[str, float]:
-    """Corpus BLEU and chrF (sacrebleu defaults, 13a tokenization) of detokenized predictions against references.
+    """Corpus BLEU and chrF (sacrebleu defaults; BLEU's tokenization `bleu_tokenize`, see `bleu_tokenizer`) of
+    detokenized predictions against references.
 
     `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
     """
@@ -29,7 +58,14 @@ def compute_translation_metrics(
     if not predictions:
         raise ValueError("No predictions to score: give at least one translation and its reference.")
     reference_streams = _reference_streams(references)
-    return {name: metric().corpus_score(predictions, reference_streams).score for name, metric in _METRICS.items()}
+    metrics = _metrics(bleu_tokenize)
+    return {name: metric.corpus_score(predictions, reference_streams).score for name, metric in metrics.items()}
+
+
+def _metrics(bleu_tokenize: str) -> dict:
+    """The metrics, each with sacrebleu's default settings but BLEU's tokenization (exponential smoothing; chrF's
+    character n-grams need no tokenization)."""
+    return {"bleu": sacrebleu.BLEU(tokenize=bleu_tokenize), "chrf": sacrebleu.CHRF()}
 
 
 def check_sentence_lists(predictions, references) -> None:
@@ -40,13 +76,12 @@ def check_sentence_lists(predictions, references) -> None:
             raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
 
 
-def sacrebleu_signatures(references_per_sentence: int = 1) -> dict[str, str]:
+def sacrebleu_signatures(references_per_sentence: int = 1, *, bleu_tokenize: str = "13a") -> dict[str, str]:
     """The sacreBLEU signatures of `compute_translation_metrics`' BLEU and chrF, e.g. BLEU's
     `nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1`: the settings, reference count and sacrebleu
     version that a reported score needs beside it to be comparable with others' (Post, 2018)."""
     signatures = {}
-    for name, metric_class in _METRICS.items():
-        metric = metric_class()
+    for name, metric in _metrics(bleu_tokenize).items():
         metric.corpus_score(["."], [["."]] * references_per_sentence)  # sacrebleu learns the reference count here
         signatures[name] = str(metric.get_signature())
     return signatures
@@ -80,6 +115,8 @@ def make_compute_metrics(
     tokenizer,
     reference_groups: Mapping[str, str] | None = None,
     references: Mapping[tuple[int, ...], Sequence[str]] | None = None,
+    *,
+    bleu_tokenize: str = "13a",
 ) -> Callable[[object], dict[str, float]]:
     """A `compute_metrics` for `Seq2SeqTrainer` with `predict_with_generate=True`: bleu, chrf and gen_len, and with
     `reference_groups` (reference text -> group name, e.g. the built-in corpus' magnitudes) exact-match accuracy
@@ -89,7 +126,8 @@ def make_compute_metrics(
     The references are the labels decoded, or with `references` (see `reference_texts`) the texts the labels were
     made from, as sacrebleu on the files scores them: a tokenizer that lowercases, strips accents, maps unseen
     characters to its unknown token or reads a typed `</s>` as its end token changes the decoded labels, and a
-    score against them is not the score of the text.
+    score against them is not the score of the text. BLEU tokenizes with `bleu_tokenize` (see `bleu_tokenizer`: `zh`
+    for Chinese targets, ...).
     """
     not_text = np.array(sorted({*tokenizer.all_special_ids, tokenizer.pad_token_id}))
 
@@ -100,7 +138,7 @@ def make_compute_metrics(
         decoded_labels = [text.strip() for text in tokenizer.batch_decode(labels, skip_special_tokens=True)]
         if references is not None:
             decoded_labels = _reference_texts_of(labels, decoded_labels, references, tokenizer.pad_token_id)
-        metrics = compute_translation_metrics(decoded_predictions, decoded_labels)
+        metrics = compute_translation_metrics(decoded_predictions, decoded_labels, bleu_tokenize=bleu_tokenize)
         metrics["gen_len"] = float(np.mean(np.sum(~np.isin(predictions, not_text), axis=-1)))
         if reference_groups is not None:
             metrics.update(exact_match_by_group(decoded_predictions, decoded_labels, reference_groups))

@@ -60,7 +60,7 @@ from .hub import (
     model_location,
     push_from_training_args,
 )
-from .metrics import make_compute_metrics, reference_texts, sacrebleu_signatures
+from .metrics import bleu_tokenizer, make_compute_metrics, reference_texts, sacrebleu_signatures
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import save_translation_pipeline
@@ -174,6 +174,12 @@ class DataArguments(TranslationDataArguments):
     max_eval_samples: int | None = field(default=None, metadata={"help": "Use only the first N validation pairs."})
     max_predict_samples: int | None = field(default=None, metadata={"help": "Use only the first N test pairs."})
     num_samples_to_print: int = field(default=5, metadata={"help": "Sample translations printed at the end."})
+    bleu_tokenize: str | None = field(
+        default=None,
+        metadata={"help": "sacrebleu's tokenization for BLEU (13a, zh, ja-mecab, ko-mecab, char, intl, ...). Default: "
+                          "the one sacrebleu's -l chooses for --target_lang: zh for Chinese, ja-mecab for Japanese, "
+                          "ko-mecab for Korean (char where MeCab is not installed), 13a otherwise."},
+    )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenization."})
 
 
@@ -217,6 +223,10 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args, given)
     check_data_flags(model_args, data_args)
+    try:
+        data_args.bleu_tokenize = bleu_tokenizer(data_args.target_lang, data_args.bleu_tokenize)
+    except ValueError as error:
+        raise InputError(f"--bleu_tokenize: {error}") from error
     check_training_flags(training_args)
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
@@ -957,6 +967,7 @@ def main(argv: list[str] | None = None) -> dict:
             tokenizer,
             reference_groups(raw_datasets, data_args.target_lang),
             references=scored_references(raw_datasets, tokenized, data_args.target_lang, tokenizer.pad_token_id),
+            bleu_tokenize=data_args.bleu_tokenize,
         ),
     )
 
@@ -987,7 +998,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)
-        signatures = sacrebleu_signatures() if samples_split else None  # of the scores, where there are any
+        # of the scores, where there are any
+        signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize) if samples_split else None
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
             averaged = all_metrics.get("averaged_checkpoints")
             plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=(

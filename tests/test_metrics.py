@@ -12,6 +12,7 @@ from transformers import EvalPrediction
 
 from hf_vanilla_transformer.metrics import (
     BLEU_CHRF_METRIC_PATH,
+    bleu_tokenizer,
     compute_translation_metrics,
     exact_match_by_group,
     make_compute_metrics,
@@ -40,6 +41,33 @@ def test_sacrebleu_signatures_name_the_settings_of_the_scores():
     assert sacrebleu_signatures(2) == {"bleu": str(bleu.get_signature()), "chrf": str(chrf.get_signature())}
     expected = f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
     assert sacrebleu_signatures()["bleu"] == expected
+
+
+CHINESE = ["我们在公园里散步。", "一只猫坐在垫子上。", "两只小鸟在唱歌。"]
+
+
+def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
+    """13a splits at spaces and punctuation: a Chinese sentence is one token, and a perfect translation scored 0."""
+    assert compute_translation_metrics(CHINESE, CHINESE)["bleu"] == pytest.approx(0.0)
+    for language in ("zh", "zh-CN", "zh_Hant", "ZH", "zho"):
+        assert bleu_tokenizer(language) == "zh"
+    for language in ("de", "en", "ru", "ar", None):
+        assert bleu_tokenizer(language) == "13a"
+    assert bleu_tokenizer("de", "intl") == "intl"
+    chinese = compute_translation_metrics(CHINESE, CHINESE, bleu_tokenize=bleu_tokenizer("zh"))
+    assert chinese == pytest.approx({"bleu": 100.0, "chrf": 100.0})
+    close = ["我们在公园里走路。", *CHINESE[1:]]
+    assert compute_translation_metrics(close, CHINESE, bleu_tokenize="zh")["bleu"] == pytest.approx(
+        sacrebleu.corpus_bleu(close, [CHINESE], tokenize="zh").score)
+    assert "tok:zh" in sacrebleu_signatures(bleu_tokenize="zh")["bleu"]
+    try:
+        import MeCab  # noqa: F401
+    except ImportError:  # sacrebleu's Japanese tokenizer needs it: characters instead, with a warning
+        assert bleu_tokenizer("ja") == "char" and "sacrebleu[ja]" in caplog.text
+    else:
+        assert bleu_tokenizer("ja") == "ja-mecab"
+    with pytest.raises(ValueError, match="no BLEU tokenizer 'spaces'.*13a"):
+        bleu_tokenizer("de", "spaces")
 
 
 def test_multiple_references_per_prediction():
@@ -156,6 +184,7 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
         metric.compute(predictions="Ein Hund läuft.", references="Ein Kind läuft.")
     metric.add_batch(predictions=HYPOTHESES, references=REFERENCES)
     assert metric.compute() == pytest.approx(scores)
+    assert metric.compute(predictions=CHINESE, references=CHINESE, bleu_tokenize="zh")["bleu"] == pytest.approx(100)
 
 
 def test_metric_module_and_card_template_are_package_data():

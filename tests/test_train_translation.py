@@ -303,6 +303,30 @@ def test_evaluation_files_are_translated_line_for_line_as_translate_py_reads_the
     assert results["predict_bleu"] == pytest.approx(expected)
 
 
+def test_chinese_targets_are_scored_with_sacrebleus_chinese_tokenization(tmp_path, capsys, monkeypatch):
+    """13a splits at spaces and punctuation, so a perfect Chinese translation scored BLEU 0: the target language
+    chooses BLEU's tokenization as sacrebleu's -l does, the scores and the printed signature alike."""
+    from hf_vanilla_transformer import training
+
+    chosen = []
+    compute_metrics = training.make_compute_metrics
+    monkeypatch.setattr(training, "make_compute_metrics",
+                        lambda *args, **kwargs: chosen.append(kwargs["bleu_tokenize"]) or compute_metrics(*args, **kwargs))
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    write_lines(tmp_path / "test.de", ["Ein Hund läuft.", "Eine Frau liest."])
+    write_lines(tmp_path / "test.zh", ["一只狗在跑。", "一个女人在看书。"])
+    flags = ["--model_name_or_path", model_dir, "--test_prefix", tmp_path / "test", "--source_lang", "de",
+             "--do_predict"]
+    printed = run_main("--output_dir", tmp_path / "zh", *flags, "--target_lang", "zh", capsys=capsys)
+    assert chosen == ["zh"] and "tok:zh" in printed
+    with pytest.raises(InputError, match="--bleu_tokenize: sacrebleu has no BLEU tokenizer 'words'"):
+        parse_arguments(["--output_dir", str(tmp_path / "x"), *map(str, flags), "--target_lang", "zh",
+                         "--bleu_tokenize", "words"])
+    _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "x"), *map(str, flags), "--target_lang", "zh",
+                                       "--bleu_tokenize", "char"])
+    assert data_args.bleu_tokenize == "char"
+
+
 def test_json_lines_files(tmp_path, capsys):
     rows = [{"translation": {"en": f"{n} apples", "fr": f"{n} pommes"}} for n in range(40)]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

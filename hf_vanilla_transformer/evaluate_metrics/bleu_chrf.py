@@ -10,6 +10,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of translations, one string each.
     references: one reference string per prediction, or a list of reference strings per prediction.
+    bleu_tokenize: sacrebleu's tokenization for BLEU, default "13a" ("zh" for Chinese, "ja-mecab" for Japanese,
+        "char", ...; `hf_vanilla_transformer.metrics.bleu_tokenizer(target_lang)` chooses as sacrebleu's -l does).
 Returns:
     bleu: corpus BLEU (0-100). chrf: corpus chrF (0-100).
 """
@@ -43,6 +45,6 @@ class BleuChrf(evaluate.Metric):
             raise ValueError("No predictions to score: give at least one translation and its reference.")
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references) -> dict:
+    def _compute(self, predictions, references, bleu_tokenize: str = "13a") -> dict:
         """Corpus BLEU and chrF."""
-        return compute_translation_metrics(predictions, references)
+        return compute_translation_metrics(predictions, references, bleu_tokenize=bleu_tokenize)

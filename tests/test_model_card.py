@@ -249,8 +249,13 @@ def test_the_scores_sacrebleu_signatures_are_stated_when_known(model_dir):
                              metric_signatures=signatures)
     assert f"sacreBLEU signatures: BLEU `{signatures['bleu']}`, chrF\n`{signatures['chrf']}`." in card.text
     assert "tok:13a" in signatures["bleu"] and f"version:{sacrebleu.__version__}" in signatures["chrf"]
+    assert "BLEU's tokenization `13a`" in card.text
+    chinese = create_model_card(model_dir, source_lang="de", target_lang="zh", metrics=METRICS,
+                                metric_signatures=sacrebleu_signatures(bleu_tokenize="zh"))
+    assert "BLEU's tokenization `zh`" in chinese.text and "13a" not in chinese.text
     # a card rendered from a folder's metrics alone does not claim the settings or version they were computed with
-    assert "signature" not in create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).text
+    alone = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).text
+    assert "signature" not in alone and "tokenization" not in alone
 
 
 def python_blocks(text: str) -> list[str]:

@@ -524,6 +524,8 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
     ) -> BaseModelOutputWithPastAndCrossAttentions:
         if encoder_hidden_states is None:
             raise ValueError("The decoder needs `encoder_hidden_states`, the encoder output it attends to.")
+        if use_cache and self.training and self.layers[0].gradient_checkpointing:
+            use_cache = False  # checkpointed layers fill no cache (GradientCheckpointingLayer drops it): none returned
         if use_cache and past_key_values is None:
             past_key_values = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
         elif isinstance(past_key_values, DynamicCache):  # a bare self-attention cache: give it a cross-attention one

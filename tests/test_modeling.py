@@ -304,6 +304,17 @@ def test_gradient_checkpointing_gives_the_same_gradients(batch):
         torch.testing.assert_close(plain[name], checkpointed[name], msg=name)
 
 
+def test_gradient_checkpointing_in_training_returns_no_cache(batch):
+    """As MarianMTModel: the checkpointed layers fill no cache, so none is returned (it was an empty one, whose
+    length 0 would have numbered the next positions from the start)."""
+    model = make_model().train()
+    model.activation_checkpointing_enable()
+    sources = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    assert model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True).past_key_values is None
+    model.eval()
+    assert model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True).past_key_values is not None
+
+
 def test_loss_ignores_minus_100_labels(batch):
     model = make_model()
     labels = batch["labels"].clone()

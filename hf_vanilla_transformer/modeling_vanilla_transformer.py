@@ -154,8 +154,10 @@ def sinusoidal_encoding(positions: torch.Tensor, d_model: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) [3.5]."""
     exponents = torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float32) / d_model
     angles = positions.to(torch.float32)[:, None] / 10000.0**exponents
-    # interleaved (sin, cos) pairs; no size read from the tensor, so that torch.export keeps the length dynamic
-    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(-2)[:, :d_model]
+    # interleaved (sin, cos) pairs; no size read from the tensor, so that torch.export keeps the length dynamic. In
+    # the default dtype, as a model made under another one (from_pretrained's dtype=) makes its tensors.
+    encoding = torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(-2)[:, :d_model]
+    return encoding.to(torch.get_default_dtype())
 
 
 class VanillaTransformerPositionalEncoding(nn.Module):

@@ -9,6 +9,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
+from .distributed import holds_fsdp_shards
 from .errors import InputError, MissingFileError
 from .trainer import run_checkpoints  # noqa: F401  (re-exported for scripts/average_checkpoints.py)
 
@@ -17,12 +18,14 @@ UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out
 
 
 def _check_not_sharded(checkpoint: Path) -> None:
-    """A checkpoint of FSDP's sharded state dict holds shards, not a model's weights to average."""
-    if any(checkpoint.glob("pytorch_model_fsdp*")):
+    """A checkpoint of FSDP's sharded state dict holds shards (pytorch_model_fsdp_0/, ...), not a model's weights to
+    average; one of its whole state dict (FULL_STATE_DICT: pytorch_model_fsdp.bin) holds model.safetensors too."""
+    if holds_fsdp_shards(checkpoint):
         raise InputError(
-            f"{checkpoint} is a sharded FSDP checkpoint (pytorch_model_fsdp_*): averaging needs whole weights. Train "
-            "under FSDP with --fsdp_state_dict_type FULL_STATE_DICT for such checkpoints, or merge each one's shards "
-            "first (accelerate merge-weights CHECKPOINT/pytorch_model_fsdp_0 OUTPUT)."
+            f"{checkpoint} is a sharded FSDP checkpoint (pytorch_model_fsdp_*): averaging needs whole weights. For "
+            "checkpoints to average, train under FSDP with whole ones: accelerate launch --fsdp_state_dict_type "
+            "FULL_STATE_DICT ..., or \"state_dict_type\": \"FULL_STATE_DICT\" in the --fsdp_config of the Trainer's "
+            "--fsdp (they are averaged, not resumed)."
         )
 
 

@@ -7,6 +7,7 @@ dicts, the format of transformers' translation example (`examples/pytorch/transl
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import glob
@@ -32,7 +33,7 @@ from datasets.table import CastError
 
 from .errors import InputError, MissingFileError
 from .hub import loading_from
-from .pipeline_translation import normalize_text, reads_special_tokens_as_text
+from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +76,26 @@ def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(_not_utf8_message(path, line_number, raw, error.start)) from error
+    if "\0" in text:  # valid UTF-8, but no sentence holds NUL: UTF-16 without its byte-order mark, or binary
+        raise InputError(_not_utf8_message(path, line_number, raw, raw.index(b"\0")))
     if line_number == 1:
         text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not part of the sentence
     return text.strip()
 
 
 def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
+    if (encoding := _utf16_encoding(line)) and line_number == 1:
+        notepad = ' (as Windows Notepad saves "Unicode")' if encoding == "UTF-16" else ""
+        return (
+            f"{path} is UTF-16 text{notepad}, not UTF-8. Convert it to UTF-8, keeping its name, e.g. `iconv -f "
+            f"{encoding} -t UTF-8 {path.name} > {path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
+        )
+    if encoding:
+        return (
+            f"{path} is UTF-16 text (as Windows Notepad saves \"Unicode\") from line {line_number} on, not UTF-8: a "
+            "UTF-16 file was joined to it. Convert that file to UTF-8 (`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`) "
+            "and join the files again."
+        )
     if b"\0" in line:  # no text encoding has NUL bytes in sentences: a binary file (a model, an archive)
         return f"{path} is not a text file (line {line_number} holds NUL bytes): give UTF-8 text, one sentence a line."
     return (
@@ -88,6 +103,20 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f LATIN1 -t UTF-8 {path.name} > "
         f"{path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
     )
+
+
+def _utf16_encoding(line: bytes) -> str | None:
+    """The encoding of a line that is not UTF-8 (or holds NUL) where it is UTF-16, for iconv: "UTF-16" when it starts
+    with UTF-16's byte-order mark (FF FE or FE FF), "UTF-16LE" or "UTF-16BE" when every other byte is NUL (Latin
+    script without the mark: iconv's "UTF-16" would take it for big-endian), not a binary line of NULs; None
+    otherwise."""
+    if line.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    line = line.removesuffix(b"\n")
+    for encoding, nul_bytes, text in (("UTF-16LE", line[1::2], line[0::2]), ("UTF-16BE", line[0::2], line[1::2])):
+        if len(line) >= 4 and nul_bytes.count(0) == len(nul_bytes) and 0 not in text:
+            return encoding
+    return None
 
 
 def _cr_line_ends_message(path: Path, line_number: int) -> str:
@@ -167,23 +196,25 @@ def _warn_about_skipped(report: ParallelTextReport, keep_blank: bool = False) ->
     """Log one warning per kind of skipped (or, with `keep_blank`, kept blank) line, naming the file and the first
     few line numbers."""
     reasons = (
-        (report.empty_source_lines, report.source_file, "empty lines in"),
-        (report.empty_target_lines, report.target_file, "empty lines in"),
-        (report.too_long_lines, f"{report.source_file} / {report.target_file}", "over-long line pairs in"),
+        (report.empty_source_lines, report.source_file, "empty line"),
+        (report.empty_target_lines, report.target_file, "empty line"),
+        (report.too_long_lines, f"{report.source_file} / {report.target_file}", "over-long line pair"),
     )
     for line_numbers, file_name, what in reasons:
         if line_numbers:
+            count = len(line_numbers)
+            counted = f"{count} {what}{'s' if count > 1 else ''} in {file_name}"
             shown = ", ".join(map(str, line_numbers[:_SHOWN_LINE_NUMBERS]))
-            more = ", ..." if len(line_numbers) > _SHOWN_LINE_NUMBERS else ""
-            if keep_blank and what == "empty lines in":
+            where = f"line{'s' if count > 1 else ''} {shown}{', ...' if count > _SHOWN_LINE_NUMBERS else ''}"
+            if keep_blank and what == "empty line":
+                kept = "that pair is" if count == 1 else "those pairs are"
                 logger.warning(
-                    f"{len(line_numbers)} {what} {file_name} (lines {shown}{more}): those pairs are kept in place, "
-                    "so that translations line up with the lines, but are neither translated nor scored."
+                    f"{counted} ({where}): {kept} kept in place, so that translations line up with the lines, but "
+                    "neither translated nor scored."
                 )
                 continue
             logger.warning(
-                f"Skipped {len(line_numbers)} {what} {file_name} (lines {shown}{more}); the other side of each was "
-                "skipped with it, so the pairs stay aligned."
+                f"Skipped {counted} ({where}); the other side of each was skipped with it, so the pairs stay aligned."
             )
 
 
@@ -200,9 +231,13 @@ def load_parallel_text(
 
     Pairs where either side is empty (or whitespace only) are skipped (with `keep_blank`, kept in place: evaluation
     data whose translations must line up with its lines), as are pairs where either side is longer than
-    `max_length_chars`; the report lists their line numbers and a warning is logged. Unequal line counts or bytes
-    that are not UTF-8 raise ValueError. Returns `(dataset, report)`.
+    `max_length_chars` (training data only: it cannot go with `keep_blank`); the report lists their line numbers
+    and a warning is logged. Unequal line counts or bytes that are not UTF-8 raise ValueError. Returns
+    `(dataset, report)`.
     """
+    if keep_blank and max_length_chars is not None:
+        raise ValueError("keep_blank keeps every line in place, and max_length_chars would leave lines out: an "
+                         "evaluation split's translations must line up with its lines, so give one of the two.")
     source_path, target_path = Path(source_file), Path(target_file)
     report = ParallelTextReport(str(source_path), str(target_path))
     kept_source: list[str] = []
@@ -283,7 +318,9 @@ class TranslationDataArguments:
     validation_prefix: str | None = field(default=None, metadata={"help": "As train_prefix, e.g. 'data/val'."})
     test_prefix: str | None = field(default=None, metadata={"help": "As train_prefix, e.g. 'data/test'."})
     max_length_chars: int | None = field(
-        default=None, metadata={"help": "Skip plain-text pairs with a side longer than this many characters."}
+        default=None,
+        metadata={"help": "Leave out training pairs with a side longer than this many characters (validation and "
+                          "test keep every pair)."},
     )
     builtin_dataset: str | None = field(
         default=None, metadata={"help": "'number_words': German->English number words, generated offline."}
@@ -321,7 +358,8 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
 
     Pairs without text on a side are left out with a warning; with `keep_blank_evaluation_pairs`, the validation and
     test splits keep them in place (a missing side made "") so that translations written out line up with the
-    data's lines: `rows_with_text` says which rows to translate and score."""
+    data's lines: `rows_with_text` says which rows to translate and score. Training pairs with a side longer than
+    `max_length_chars` are left out too, in every form of data; validation and test keep theirs."""
     check_languages_given(args)
     chosen = _chosen_sources(args)
     if len(chosen) != 1:
@@ -346,6 +384,8 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
             has_pairs = bool(rows_with_text(dataset, args.source_lang, args.target_lang))
         else:
             dataset = _without_pairs_lacking_text(dataset, split, args.source_lang, args.target_lang)
+            if split == "train" and args.max_length_chars is not None and chosen[0] != "prefix" and len(dataset):
+                dataset = _without_too_long_pairs(dataset, args.max_length_chars, args.source_lang, args.target_lang)
             has_pairs = len(dataset) > 0  # (a training split of millions of pairs is not read row by row here)
         datasets[split] = dataset
         if not has_pairs:
@@ -355,9 +395,10 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
 
 
 def rows_with_text(dataset: Dataset, source_lang: str, target_lang: str) -> list[int]:
-    """The rows of a `translation` dataset whose source and target both hold text (not blank)."""
+    """The rows of a `translation` dataset whose source and target both hold text (not blank; a source of invisible
+    characters only, which `normalize_text` removes, is blank too, as the translation pipeline reads it)."""
     return [row for row, pair in enumerate(dataset["translation"])
-            if pair[source_lang].strip() and pair[target_lang].strip()]
+            if normalize_text(pair[source_lang]) and pair[target_lang].strip()]
 
 
 def _chosen_sources(args: TranslationDataArguments) -> list[str]:
@@ -636,16 +677,40 @@ def _load_prefix_datasets(args: TranslationDataArguments, keep_blank_evaluation_
             target_file,
             source_lang=args.source_lang,
             target_lang=args.target_lang,
-            max_length_chars=args.max_length_chars,
+            max_length_chars=args.max_length_chars if split == "train" else None,  # evaluation keeps every line
             keep_blank=keep_blank_evaluation_pairs and split != "train",
         )
+        if report.num_kept == 0 and report.too_long_lines:
+            raise InputError(_all_too_long_message(len(report.too_long_lines), args.max_length_chars))
         if report.num_kept == 0:
             raise InputError(
                 f"{source_file} and {target_file} hold no sentence pairs ({report.num_lines} lines, none with text "
-                f"on both sides{' and short enough' if args.max_length_chars else ''}): --{split}_prefix must name "
-                "files with one sentence a line."
+                f"on both sides): --{split}_prefix must name files with one sentence a line."
             )
     return DatasetDict(splits)
+
+
+def _all_too_long_message(count: int, max_length_chars: int) -> str:
+    """What to say when `--max_length_chars` left out every one of the `count` training pairs."""
+    return (f"Each of the {count} training pairs with text has a side longer than --max_length_chars "
+            f"{max_length_chars} characters, so none is left to train on: raise --max_length_chars, or leave it out.")
+
+
+def _without_too_long_pairs(dataset: Dataset, max_length_chars: int, source_lang: str, target_lang: str) -> Dataset:
+    """The training pairs whose sides are at most `max_length_chars` characters long (without the whitespace around
+    them, as a plain-text line is measured), the others counted in a warning; InputError when none is left."""
+
+    def short_enough(batch: dict) -> list[bool]:
+        return [max(len(pair[source_lang].strip()), len(pair[target_lang].strip())) <= max_length_chars
+                for pair in batch["translation"]]
+
+    kept = dataset.filter(short_enough, batched=True, desc="Leaving out over-long training pairs")
+    if not len(kept):
+        raise InputError(_all_too_long_message(len(dataset), max_length_chars))
+    if len(kept) < len(dataset):
+        logger.warning(f"Left out {len(dataset) - len(kept)} of {len(dataset)} training pairs with a side longer "
+                       f"than --max_length_chars {max_length_chars} characters.")
+    return kept
 
 
 def _load_builtin_dataset(args: TranslationDataArguments) -> DatasetDict:
@@ -872,10 +937,13 @@ def tokenize_translation_datasets(
 ) -> DatasetDict:
     """Tokenize each split: source -> input_ids/attention_mask, target -> labels (`text_target=`).
 
-    Both sides are normalized first (`normalize_text`: NFC, whitespace), and special tokens typed in the text read
-    as text where `reads_special_tokens_as_text` says so, as the translation pipeline reads its input: a run of
-    spaces, a tab or a decomposed umlaut would otherwise be other byte-level tokens than the model learnt, and
-    translate otherwise. Sources are truncated to `max_source_length` tokens, and the training split's
+    Sources are normalized as the translation pipeline normalizes its input (`normalize_text`: NFC, invisible
+    characters removed, whitespace): a run of spaces, a tab, a zero-width space or a decomposed umlaut would
+    otherwise be other byte-level tokens than the model learnt, and translate otherwise. Targets get their
+    whitespace normalized only (`normalize_whitespace`), so that the model writes the Unicode form the corpus
+    writes, the one its references are scored in (NFC would change Hindi's precomposed nukta letters, or every
+    accent of an NFD corpus). Special tokens typed in the text read as text where `reads_special_tokens_as_text`
+    says so, as in the pipeline. Sources are truncated to `max_source_length` tokens, and the training split's
     targets to `max_target_length`;
     the other splits' targets are the references their translations are scored against, so they are kept whole (a
     BLEU against cut references would credit translations cut as short). The tokenizer's truncation keeps the eos it
@@ -885,7 +953,7 @@ def tokenize_translation_datasets(
 
     def tokenize(batch: dict, target_limit: int | None) -> dict:
         sources = [normalize_text(pair[source_lang]) for pair in batch["translation"]]
-        targets = [normalize_text(pair[target_lang]) for pair in batch["translation"]]
+        targets = [normalize_whitespace(pair[target_lang]) for pair in batch["translation"]]
         model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True, split_special_tokens=as_text)
         labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None,
                            split_special_tokens=as_text)
@@ -907,6 +975,8 @@ def tokenize_translation_datasets(
         )
         _warn_about_truncation(flagged, split, max_source_length, max_target_length)
         tokenized[split] = flagged.remove_columns(["source_truncated", "target_truncated"])
+        if split == "train":
+            _warn_about_unknown_tokens(tokenized[split], tokenizer.unk_token_id, source_lang, target_lang)
     return tokenized
 
 
@@ -925,6 +995,29 @@ def _warn_about_truncation(dataset: Dataset, split: str, max_source_length: int,
             logger.warning(
                 f"Truncated {count} of {len(dataset)} {split} {side}s to max_{side}_length={limit} tokens; raise "
                 f"--max_{side}_length to keep them whole."
+            )
+
+
+UNKNOWN_TOKEN_WARNING_RATE = 0.01
+"""The share of a training side's tokens that may be the tokenizer's unknown token before a warning says so."""
+
+
+def _warn_about_unknown_tokens(dataset: Dataset, unk_token_id: int | None, source_lang: str, target_lang: str) -> None:
+    """Warn, for each side, when more than `UNKNOWN_TOKEN_WARNING_RATE` of the training tokens are the unknown token:
+    a tokenizer that does not cover the language's script (a word-level English one on Chinese) reads it as nothing,
+    and a model trained so translates into nothing."""
+    if unk_token_id is None or not len(dataset):
+        return
+    table = dataset.with_format("arrow")[:]
+    for column, side, lang in (("input_ids", "source", source_lang), ("labels", "target", target_lang)):
+        tokens = pc.list_flatten(table[column])
+        unknown = pc.sum(pc.equal(tokens, unk_token_id)).as_py() or 0
+        if len(tokens) and unknown / len(tokens) > UNKNOWN_TOKEN_WARNING_RATE:
+            logger.warning(
+                f"{unknown / len(tokens):.1%} of the training {side} tokens ({lang}) are the tokenizer's unknown "
+                f"token: it does not cover this {lang} text, which the model cannot learn to read or write. Train a "
+                "tokenizer on this data: leave out --tokenizer_name (a model given with --model_name_or_path keeps its "
+                "own)."
             )
 
 

@@ -5,7 +5,10 @@ data-parallel replicas end with the same weights. `TokenBatchingSeq2SeqTrainer` 
 accelerate turns an FSDP request (`accelerate launch --use_fsdp`, or the Trainer's `--fsdp`) into FSDP only on
 accelerators; on CPU processes over gloo it drops it and runs DDP, although torch's FSDP2 (`fully_shard`) works
 there. `enable_requested_fsdp` makes the request hold: FSDP2 through accelerate's own plugin on CPU processes, and
-an `InputError` where it cannot run (one process, FSDP1 without GPUs, a backend without FSDP's collectives).
+an `InputError` where it cannot run (one process, FSDP1 without GPUs, a backend without FSDP's collectives). The
+training script checks the first two before any work (`check_fsdp_launch`), and leaves FSDP off in a run that only
+scores. `check_resumable` refuses a checkpoint the launch cannot resume (FSDP's in a launch without it, and the
+other way round).
 """
 
 from __future__ import annotations
@@ -47,6 +50,33 @@ def check_fsdp_version(args) -> None:
         )
 
 
+ONE_PROCESS = (
+    "FSDP shards the model over several processes, but this is one process: start it with `accelerate launch "
+    "--use_fsdp --fsdp_version 2 --num_processes N ...` (or torchrun --nproc_per_node N)."
+)
+
+
+def check_fsdp_launch(args) -> None:
+    """Before any work (the training script calls it once its flags are parsed): an FSDP request that cannot run
+    stops here, before the data is loaded and a tokenizer trained, rather than when the Trainer is made (FSDP1
+    without GPUs, one process); and a run that does not train leaves FSDP off, since FSDP2 prepares a model only
+    with its optimizer: each process scores its share of the sentences with the whole model, as under DDP."""
+    if not fsdp_requested(args):
+        return
+    if not args.do_train:
+        if args.process_index == 0:
+            logger.warning(
+                "FSDP was asked for, but this run does not train (--do_train false): FSDP shards a model for "
+                "training, so each process scores its share of the sentences with the whole model, as under DDP."
+            )
+        args.fsdp, args.fsdp_plugin_args = False, None
+        os.environ["ACCELERATE_USE_FSDP"] = "false"  # the launcher's request, which the Accelerator reads
+        return
+    check_fsdp_version(args)  # which sets the processes up (args.device)
+    if args.distributed_state.distributed_type == DistributedType.NO:
+        raise InputError(ONE_PROCESS)
+
+
 def enable_requested_fsdp(accelerator, args) -> bool:
     """After the Accelerator: make an FSDP request hold, or stop. Returns whether FSDP is on.
 
@@ -58,10 +88,7 @@ def enable_requested_fsdp(accelerator, args) -> bool:
     if not fsdp_requested(args) or state.distributed_type == DistributedType.FSDP:
         return state.distributed_type == DistributedType.FSDP
     if state.distributed_type == DistributedType.NO:
-        raise InputError(
-            "FSDP shards the model over several processes, but this is one process: start it with `accelerate "
-            "launch --use_fsdp --fsdp_version 2 --num_processes N ...` (or torchrun --nproc_per_node N)."
-        )
+        raise InputError(ONE_PROCESS)
     if state.distributed_type != DistributedType.MULTI_CPU:
         raise InputError(f"FSDP was asked for, but accelerate runs {state.distributed_type.value} here, not FSDP.")
     check_fsdp_collectives()
@@ -99,13 +126,51 @@ def share_one_embedding_module(model) -> None:
     model.set_input_embeddings(model.get_input_embeddings())
 
 
-def check_resumable(checkpoint) -> None:
-    """Refuse, before any work, to resume FSDP from a whole checkpoint (see `share_one_embedding_module`)."""
-    if checkpoint and (Path(checkpoint) / f"{FSDP_MODEL_NAME}.bin").is_file():
+def holds_whole_fsdp_weights(checkpoint) -> bool:
+    """Whether `checkpoint` was saved under FSDP with whole weights (FULL_STATE_DICT: pytorch_model_fsdp.bin, beside
+    the model.safetensors that averaging reads), not in shards (pytorch_model_fsdp_0/, ...)."""
+    return (Path(checkpoint) / f"{FSDP_MODEL_NAME}.bin").is_file()
+
+
+def holds_fsdp_shards(checkpoint) -> bool:
+    """Whether `checkpoint` holds FSDP's sharded weights (SHARDED_STATE_DICT: pytorch_model_fsdp_0/, ...)."""
+    return any(path.is_dir() for path in Path(checkpoint).glob(f"{FSDP_MODEL_NAME}_*"))
+
+
+def whole_fsdp_weights_advice(checkpoint) -> str:
+    """What to do with a checkpoint of whole FSDP weights, which nothing resumes (see `check_resumable`)."""
+    run = Path(checkpoint).parent
+    return (f"average the run's checkpoints (python scripts/average_checkpoints.py {run} --output_dir "
+            f"{run / 'averaged'}), or fine-tune from it into a new --output_dir (--model_name_or_path {checkpoint})")
+
+
+def check_resumable(checkpoint, fsdp: bool = True) -> None:
+    """Refuse, before any work, a checkpoint that this launch (under FSDP or not, `fsdp`) cannot resume, where
+    torch or the Trainer would fail with a traceback: whole FSDP weights (FULL_STATE_DICT) in any launch (under
+    FSDP, see `share_one_embedding_module`; without it, the Trainer looks for a plain optimizer.pt), FSDP's shards
+    without FSDP, and the whole weights of a DDP or one-process run under FSDP (which loads its own shards only)."""
+    if not checkpoint:
+        return
+    if holds_whole_fsdp_weights(checkpoint):
         raise InputError(
-            f"{checkpoint} holds whole FSDP weights (FULL_STATE_DICT), which FSDP cannot resume for this model: its "
-            "shared embedding is one module under three names. Resume from checkpoints saved in shards "
-            "(SHARDED_STATE_DICT, the default here), or average these with scripts/average_checkpoints.py."
+            f"{checkpoint} holds whole FSDP weights (FULL_STATE_DICT), which cannot be resumed (FSDP cannot load "
+            "them into this model, whose shared embedding is one module under three names): "
+            f"{whole_fsdp_weights_advice(checkpoint)}. FSDP resumes the checkpoints it saves in shards, its default "
+            "here: for a run to resume, leave FULL_STATE_DICT out (accelerate launch's --fsdp_state_dict_type, the "
+            "state_dict_type of --fsdp_config)."
+        )
+    sharded = holds_fsdp_shards(checkpoint)
+    if sharded and not fsdp:
+        raise InputError(
+            f"{checkpoint} was saved under FSDP (its weights are sharded in pytorch_model_fsdp_*): resume it under "
+            "the same FSDP launch (e.g. accelerate launch --config_file configs/accelerate/fsdp.yaml ...)."
+        )
+    if not sharded and fsdp:
+        raise InputError(
+            f"{checkpoint} was saved without FSDP (by DDP or one process: its weights are whole, with no "
+            "pytorch_model_fsdp_* shards), and FSDP resumes only its own sharded checkpoints: resume it as it was "
+            "launched, without FSDP (e.g. accelerate launch --multi_gpu ...), or fine-tune from it under FSDP into a "
+            f"new --output_dir (--model_name_or_path {checkpoint})."
         )
 
 

@@ -367,15 +367,21 @@ def _tokenizer_description(model_dir: Path) -> str | None:
 
 
 def _recipe(training_args: Any) -> list[tuple[str, str]]:
-    """(name, value) rows of the recipe from training arguments, a dict of their values, or rows already made."""
+    """(name, value) rows of the recipe from training arguments, a dict of their values, or rows already made. The
+    bf16 and fp16 rows say what the run trained in: the arguments' `mixed_precision`, where they have it, which the
+    Trainer gives its Accelerator; it holds a launcher's choice too (`accelerate launch --mixed_precision bf16`, or
+    `mixed_precision: bf16` in its config file), which `bf16` and `fp16` do not show."""
     if training_args is None:
         return []
     if isinstance(training_args, (list, tuple)):  # rows, as save_model_card keeps them
         return [tuple(row) for row in training_args]
     ignored = _unused_fields(training_args)
+    precision = _argument(training_args, "mixed_precision")  # "no", "bf16", "fp16", ... (TrainingArguments' own)
     rows = []
     for field, label in RECIPE_FIELDS.items():
         value = _argument(training_args, field)
+        if field in ("bf16", "fp16") and precision is not None:
+            value = precision == field
         if value is None or field in ignored or value in _UNSET.get(field, ()):
             continue
         rows.append((label, _setting(value)))

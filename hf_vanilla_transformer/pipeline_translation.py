@@ -45,8 +45,9 @@ class TranslationPipeline(Pipeline):
     Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
     a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
     `return_tensors=True` for `translation_token_ids` instead of text, and any `generate()` argument
-    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Whitespace is normalized
-    on the way in and out (tabs and runs of spaces become one space, none around the text), and "</s>" or "<pad>"
+    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Text is normalized as the
+    training data is: a source by `normalize_text` (NFC, invisible characters removed, whitespace), a translation
+    by `normalize_whitespace` (tabs and runs of spaces become one space, none around the text); "</s>" or "<pad>"
     in a sentence is text. A blank string (empty or only whitespace) translates to "" (no token ids), as a blank
     line does in `translate_sentences`: a model asked to translate nothing would otherwise make something up.
     """
@@ -112,7 +113,7 @@ class TranslationPipeline(Pipeline):
                     output_ids, skip_special_tokens=True, clean_up_tokenization_spaces=clean_up_tokenization_spaces
                 )
                 # a byte-level BPE hypothesis may begin with a space-prefixed token, or hold runs of spaces
-                records.append({f"{self.return_name}_text": " ".join(text.split())})
+                records.append({f"{self.return_name}_text": normalize_whitespace(text)})
         return records
 
     def save_pretrained(self, save_directory, **kwargs):
@@ -122,12 +123,29 @@ class TranslationPipeline(Pipeline):
         save_translation_pipeline(save_directory)
 
 
+INVISIBLE_CHARACTERS = "\ufeff\u200b\u00ad\u2060"
+"""Characters that show nothing and mean nothing in a sentence to translate, removed from sources: the byte-order
+mark U+FEFF (at the start of each file joined with `cat`), the zero-width space U+200B, the soft hyphen U+00AD and
+the word joiner U+2060 (from web pages and word processors). Byte-level BPE would read each as tokens of its own,
+unseen or rare in training, and translate otherwise. The zero-width joiner and non-joiner (U+200D, U+200C) stay:
+they shape emoji, Persian and Indic script."""
+
+_WITHOUT_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE_CHARACTERS))
+
+
+def normalize_whitespace(text: str) -> str:
+    """`text` without the whitespace around it, each run of spaces, tabs or other whitespace inside it made one
+    space: the form of every target sentence this package trains on, and of every translation it writes, so that
+    the model writes what the corpus writes (its Unicode form included), and references are scored as they are."""
+    return " ".join(text.split())
+
+
 def normalize_text(text: str) -> str:
-    """`text` in Unicode NFC (a decomposed "u" + combining diaeresis is the one character "ü", as most text has it,
-    and not other byte-level tokens), with the whitespace around it removed and each run of spaces, tabs or other
-    whitespace inside it made one space: the form every sentence has where this package tokenizes it (training,
-    evaluation, this pipeline). Defined here, in the code saved with every model, and used by the training data."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    """A source sentence as this package tokenizes it (training, evaluation, this pipeline): in Unicode NFC (a
+    decomposed "u" + combining diaeresis is the one character "ü", as most text has it, and not other byte-level
+    tokens), without `INVISIBLE_CHARACTERS`, and with its whitespace normalized (`normalize_whitespace`). Defined
+    here, in the code saved with every model, and used by the training data."""
+    return normalize_whitespace(unicodedata.normalize("NFC", text).translate(_WITHOUT_INVISIBLE))
 
 
 def reads_special_tokens_as_text(tokenizer) -> bool:

@@ -9,6 +9,7 @@ decoding from `<s>` (`decoder_start_token_id`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .errors import InputError
+
+logger = logging.getLogger(__name__)
 
 PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<s>", "</s>", "<unk>"
 SPECIAL_TOKENS = [PAD_TOKEN, BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]  # ids 0, 1, 2, 3 in this order
@@ -80,29 +83,96 @@ def translation_texts(dataset, source_lang: str, target_lang: str, batch_size: i
             yield pair[target_lang]
 
 
-def special_token_ids(tokenizer) -> dict[str, int]:
-    """The ids a model config needs: pad, bos, eos, and decoder_start (= bos `<s>`)."""
-    ids = {
+SPECIAL_TOKEN_ROLES = {
+    "pad_token": (PAD_TOKEN, "which pads batches"),
+    "bos_token": (BOS_TOKEN, "which a new model starts each translation from (its decoder_start_token_id)"),
+    "eos_token": (EOS_TOKEN, "which ends every sentence, so that a model learns where to stop"),
+}
+"""The special tokens a translation model needs of its tokenizer: the token this package's tokenizers use for
+each, and what it is for."""
+
+
+def special_token_ids(tokenizer, name: str | Path | None = None) -> dict[str, int]:
+    """The ids a model config needs: pad, bos, eos, and decoder_start (= bos `<s>`); an InputError naming the
+    tokens `tokenizer` (called `name` in it) lacks, and how to add them."""
+    check_special_tokens(tokenizer, SPECIAL_TOKEN_ROLES, name)
+    return {
         "pad_token_id": tokenizer.pad_token_id,
         "bos_token_id": tokenizer.bos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
         "decoder_start_token_id": tokenizer.bos_token_id,
     }
-    missing = [name for name, value in ids.items() if value is None]
-    if missing:
-        raise ValueError(f"The tokenizer has no {missing}; set pad_token, bos_token and eos_token on it.")
-    return ids
+
+
+def check_special_tokens(tokenizer, needed: Iterable[str], name: str | Path | None = None, remedy: str = "") -> None:
+    """An InputError unless `tokenizer` has each of the `needed` special tokens (keys of `SPECIAL_TOKEN_ROLES`),
+    saying what each missing one is for and how to add it (and `remedy`, another way out)."""
+    missing = [token for token in needed if getattr(tokenizer, f"{token}_id") is None]
+    if not missing:
+        return
+    what = ", nor ".join(f"{token.removesuffix('_token')} token ({token}_id), {SPECIAL_TOKEN_ROLES[token][1]}"
+                         for token in missing)
+    added = ", ".join(f'"{token}": "{SPECIAL_TOKEN_ROLES[token][0]}"' for token in missing)
+    folder = "FOLDER" if name is None else Path(name).parent if Path(name).is_file() else name
+    raise InputError(
+        f"The tokenizer{f' {name}' if name is not None else ''} has no {what}. Add "
+        f"{'it' if len(missing) == 1 else 'them'} and save the tokenizer again, e.g. `tok = AutoTokenizer."
+        f'from_pretrained("{folder}"); tok.add_special_tokens({{{added}}}); tok.save_pretrained("{folder}")` '
+        f"(a token its vocabulary lacks is added to it).{' ' + remedy if remedy else ''}"
+    )
+
+
+def ends_with_eos(tokenizer) -> bool:
+    """Whether `tokenizer` ends what it encodes, sources and targets, with its eos token."""
+    eos = [tokenizer.eos_token_id]
+    return tokenizer("a")["input_ids"][-1:] == eos and tokenizer(text_target="a")["input_ids"][-1:] == eos
+
+
+def append_eos(tokenizer, name: str | Path) -> None:
+    """Make `tokenizer` end every encoding with its eos token where it does not (a tokenizer built with the
+    `tokenizers` library has no post-processor that adds one), with a warning: trained on targets without it, a
+    model never learns to stop. transformers' `add_eos_token` gives it a `TemplateProcessing` post-processor that
+    appends eos (and keeps a bos it put first), saved in its tokenizer.json; InputError for a tokenizer without a
+    `tokenizers` backend to change."""
+    if ends_with_eos(tokenizer):
+        return
+    if not hasattr(tokenizer, "update_post_processor"):  # not a tokenizers-backed (fast) tokenizer
+        raise InputError(
+            f"The tokenizer {name} does not end what it encodes with its end token {tokenizer.eos_token!r}, and is "
+            "not a `tokenizers` one whose post-processor could append it: a model trained on it would never learn "
+            "to stop. Give a tokenizer that appends its eos token (e.g. saved with a TemplateProcessing "
+            "post-processor), or leave --tokenizer_name out to train one on the data."
+        )
+    puts_bos_first = tokenizer.bos_token_id is not None and tokenizer("a")["input_ids"][:1] == [tokenizer.bos_token_id]
+    tokenizer.add_bos_token = puts_bos_first
+    tokenizer.add_eos_token = True
+    logger.warning(
+        f"The tokenizer {name} did not end what it encodes with its end token {tokenizer.eos_token!r}, so a model "
+        "trained on it would never learn to stop: it now appends it (a TemplateProcessing post-processor, saved "
+        "with the run's tokenizer, so that the saved model translates as it was trained)."
+    )
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
 
-def load_tokenizer(name_or_path: str | Path, **kwargs):
+def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwargs):
     """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, with a clear error when a local model folder has no
-    tokenizer, or a tokenizer config without the files it needs."""
+    tokenizer, or a tokenizer config without the files it needs (`remedy` says what to do then; by default, to
+    save the model's tokenizer into it). A `tokenizer.json` file stands for the folder it is in; another JSON file
+    of the `tokenizers` library (`Tokenizer.save("my.json")`) is read on its own."""
     path = Path(name_or_path)
-    remedy = (f"Save the tokenizer the model was trained with into it (`tokenizer.save_pretrained('{path}')`; the "
-              "training script also takes one with --tokenizer_name).")
+    remedy = remedy or (f"Save the tokenizer the model was trained with into it (`tokenizer.save_pretrained("
+                        f"'{path}')`; the training script also takes one with --tokenizer_name).")
+    if path.is_file():
+        if path.name == "tokenizer.json":
+            return load_tokenizer(path.parent, remedy=remedy, **kwargs)
+        try:
+            return PreTrainedTokenizerFast(tokenizer_file=str(path))
+        except Exception as error:  # tokenizers' own exception types: not JSON, or not a tokenizer's
+            raise InputError(f"{path} is a file that is not a tokenizer ({str(error).strip() or type(error).__name__}):"
+                             " give the folder that holds the tokenizer (tokenizer.json, tokenizer_config.json), "
+                             "or a Hub id.") from error
     if path.is_dir() and not any((path / name).is_file() for name in TOKENIZER_FILES):
         raise InputError(f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). {remedy}")
     for name in ("tokenizer.json", "tokenizer_config.json"):  # a damaged file: named, not JSON's bare complaint

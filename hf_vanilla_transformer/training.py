@@ -45,11 +45,11 @@ from .data import (
     check_languages_given,
     check_token_ids_fit,
     load_translation_datasets,
-    normalize_text,
     rows_with_text,
     tokenize_translation_datasets,
 )
-from .distributed import check_replicas_agree, fsdp_requested
+from .distributed import check_fsdp_launch, check_replicas_agree, fsdp_requested, holds_whole_fsdp_weights
+from .distributed import check_resumable as check_launch_resumes, whole_fsdp_weights_advice
 from .errors import InputError, first_line, one_line_errors
 from .hub import (
     check_push_target,
@@ -63,8 +63,16 @@ from .hub import (
 from .metrics import bleu_tokenizer, make_compute_metrics, reference_texts, sacrebleu_signatures
 from .model_card import save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
-from .pipeline_translation import save_translation_pipeline
-from .tokenization import SPECIAL_TOKENS, load_tokenizer, special_token_ids, train_bpe_tokenizer, translation_texts
+from .pipeline_translation import normalize_whitespace, save_translation_pipeline
+from .tokenization import (
+    SPECIAL_TOKENS,
+    append_eos,
+    check_special_tokens,
+    load_tokenizer,
+    special_token_ids,
+    train_bpe_tokenizer,
+    translation_texts,
+)
 from .trainer import (
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
@@ -633,6 +641,9 @@ def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> No
         value = getattr(data_args, name)
         if value is not None and value < 1:
             raise InputError(f"--{name} must be at least 1, got {value}; leave it out to use the whole split.")
+    if data_args.max_length_chars is not None and data_args.max_length_chars < 1:
+        raise InputError(f"--max_length_chars must be at least 1 character, got {data_args.max_length_chars}; leave it "
+                         "out to train on pairs of any length.")
     smallest = 256 + len(SPECIAL_TOKENS)  # a byte-level BPE starts from every byte
     if not (model_args.tokenizer_name or model_args.model_name_or_path) and model_args.vocab_size < smallest:
         raise InputError(
@@ -806,11 +817,20 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
     the training data and saved in output_dir. A tokenizer left in output_dir by an earlier run is not reused unless
     resuming: its vocabulary may not be what the flags ask for now. Under several processes the main process
     chooses or trains it and sends it to the others: on other machines the run's folder may hold an earlier run's,
-    or nothing (no shared disk)."""
+    or nothing (no shared disk). A given tokenizer must have the special tokens the model needs (InputError, before
+    any tokenizing), and is made to end its encodings with eos where it does not (`append_eos`)."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
+        given = model_args.tokenizer_name is not None
         with loading_from(name, "a tokenizer"):
-            return load_tokenizer(name)
+            tokenizer = load_tokenizer(name, remedy="Give --tokenizer_name a folder written by `tokenizer."
+                                       "save_pretrained(folder)`, or a Hub id, or leave it out to train a tokenizer "
+                                       "on the data." if given else None)
+        needed = ["pad_token", "eos_token"] + ([] if model_args.model_name_or_path else ["bos_token"])
+        check_special_tokens(tokenizer, needed, name,
+                             remedy="Or leave --tokenizer_name out to train a tokenizer on the data." if given else "")
+        append_eos(tokenizer, name)
+        return tokenizer
     tokenizer = None
     if training_args.process_index == 0:
         tokenizer = resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
@@ -894,6 +914,7 @@ def main(argv: list[str] | None = None) -> dict:
     if training_args.push_to_hub:  # a push that cannot happen fails now, not after the training
         check_push_flags(training_args)
     setup_logging(training_args)
+    check_fsdp_launch(training_args)  # before any work (an FSDP launch that cannot run stops here)
     print(
         f"process {training_args.process_index} of {training_args.world_size} on {training_args.device}",
         flush=True,
@@ -1070,6 +1091,9 @@ def train(trainer, resume_from: str | None) -> dict:
         elif holds_weights_only(last):
             message = (f"the last complete checkpoint is {last}, weights only (--save_only_model), which cannot be "
                        f"resumed: fine-tune from it with --model_name_or_path {last}.")
+        elif holds_whole_fsdp_weights(last):
+            message = (f"the last complete checkpoint is {last}, whole FSDP weights (FULL_STATE_DICT), which cannot "
+                       f"be resumed: {whole_fsdp_weights_advice(last)}.")
         else:
             message = (f"the last complete checkpoint is {last}; continue the run with the same command plus "
                        "--resume_from_checkpoint true.")
@@ -1212,6 +1236,7 @@ def resume_checkpoint(training_args) -> str | None:
                 f"--resume_from_checkpoint true, but {training_args.output_dir} has no complete checkpoint-*."
             )
         check_not_weights_only(last)
+        check_launch_resumes(last, fsdp=fsdp_requested(training_args))
         return str(last)
     if not Path(resume).is_dir():
         raise InputError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
@@ -1221,6 +1246,7 @@ def resume_checkpoint(training_args) -> str | None:
             "pass `--resume_from_checkpoint true` to pick the last complete one."
         )
     check_not_weights_only(resume)
+    check_launch_resumes(resume, fsdp=fsdp_requested(training_args))
     return resume
 
 
@@ -1252,8 +1278,13 @@ its dropout, without which the run would not go on as it was."""
 
 def checkpoint_step(checkpoint: str | Path) -> int:
     """The global step a checkpoint was saved at (its trainer_state.json's; 0 without one)."""
+    return checkpoint_state(checkpoint).get("global_step", 0)
+
+
+def checkpoint_state(checkpoint: str | Path) -> dict:
+    """A checkpoint's trainer_state.json (global_step, epoch, max_steps, num_train_epochs, ...); {} without one."""
     state = Path(checkpoint) / "trainer_state.json"
-    return json.loads(state.read_text()).get("global_step", 0) if state.exists() else 0
+    return json.loads(state.read_text()) if state.exists() else {}
 
 
 def check_resumable(checkpoint: str, model, training_args) -> None:
@@ -1271,26 +1302,7 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
             "(the same --model_name_or_path for a fine-tuning run; a new model's sizes and dropout are in the "
             "checkpoint's config.json), or train into a new --output_dir."
         )
-    step = checkpoint_step(checkpoint)
-    if training_args.max_steps > 0 and step > training_args.max_steps:
-        raise InputError(
-            f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "
-            f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint."
-        )
-    if step == training_args.max_steps > 0:  # the Trainer would train one step more
-        run = Path(checkpoint).parent
-        raise InputError(
-            f"{checkpoint} is at step {step}, --max_steps: the training is complete (the run stopped after saving its "
-            f"last checkpoint). Finish it without training: average the last checkpoints (python "
-            f"scripts/average_checkpoints.py {run} --output_dir {run / 'averaged'}) and score the average with "
-            f"--model_name_or_path {run / 'averaged'} --do_train false; or give --max_steps above {step} to train on."
-        )
-    sharded = any(Path(checkpoint).glob("pytorch_model_fsdp*"))
-    if sharded and not fsdp_requested(training_args):
-        raise InputError(
-            f"{checkpoint} was saved under FSDP (its weights are sharded in pytorch_model_fsdp_*): resume it under "
-            "the same FSDP launch (e.g. accelerate launch --config_file configs/accelerate/fsdp.yaml ...)."
-        )
+    check_training_left(checkpoint, training_args)
     saved_by = len(list(Path(checkpoint).glob("rng_state*.pth")))  # one per process
     if saved_by and saved_by != training_args.world_size:
         logger.warning(
@@ -1300,11 +1312,53 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
         )
 
 
+def check_training_left(checkpoint: str, training_args) -> None:
+    """The checkpoint lies before the end of the training asked for (--max_steps, else --num_train_epochs): from a
+    checkpoint at or past it the Trainer would train nothing (or, at --max_steps, a step more), then write a
+    training loss of 0 over the run's results and card."""
+    state = checkpoint_state(checkpoint)
+    step = state.get("global_step", 0)
+    if training_args.max_steps > 0:
+        if step > training_args.max_steps:
+            raise InputError(
+                f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "
+                f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint."
+            )
+        if step == training_args.max_steps:  # the Trainer would train one step more
+            raise InputError(
+                f"{checkpoint} is at step {step}, --max_steps: the training is complete (the run stopped after saving "
+                f"its last checkpoint). {finish_without_training(checkpoint)}; or give --max_steps above {step} to "
+                "train on."
+            )
+        return
+    epochs, done = training_args.num_train_epochs, state.get("epoch") or 0
+    if done > epochs + 1e-6:
+        raise InputError(
+            f"{checkpoint} is at epoch {done:g}, past --num_train_epochs {epochs:g}: there is nothing left to train. "
+            f"Give --num_train_epochs above {done:g} to train on, or resume from an earlier checkpoint."
+        )
+    finished = state.get("num_train_epochs") == epochs and step >= state.get("max_steps", step + 1)
+    if finished or done >= epochs - 1e-6:
+        raise InputError(
+            f"{checkpoint} is at step {step}, the end of --num_train_epochs {epochs:g}: the training is complete "
+            f"(the run stopped after saving its last checkpoint). {finish_without_training(checkpoint)}; or give "
+            f"--num_train_epochs above {epochs:g} to train on."
+        )
+
+
+def finish_without_training(checkpoint: str) -> str:
+    run = Path(checkpoint).parent
+    return (f"Finish it without training: average the last checkpoints (python scripts/average_checkpoints.py {run} "
+            f"--output_dir {run / 'averaged'}) and score the average with --model_name_or_path {run / 'averaged'} "
+            "--do_train false")
+
+
 def decode_predictions(tokenizer, predictions) -> list[str]:
-    """Generated ids as text, one line each (a line break a model learnt from its data would split the line)."""
+    """Generated ids as text, one line each (a line break a model learnt from its data would split the line), in the
+    Unicode form the model wrote: that of its training targets, which is the corpus' own (`normalize_whitespace`)."""
     ids = predictions[0] if isinstance(predictions, tuple) else predictions
     ids = [[token for token in row if token >= 0] for row in ids.tolist()]
-    return [normalize_text(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+    return [normalize_whitespace(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
 
 def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from collections import Counter
 
 import pytest
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 from num2words import num2words
 
 from hf_vanilla_transformer.errors import InputError
@@ -547,3 +547,149 @@ def test_runs_of_spaces_tabs_and_decomposed_letters_tokenize_as_the_pipeline_rea
     spaced = tokenize_translation_datasets(DatasetDict(validation=spaced), tokenizer, source_lang="de",
                                            target_lang="en")["validation"]
     assert spaced["input_ids"] == plain["input_ids"] and spaced["labels"] == plain["labels"]
+
+
+def long_and_short_prefixes(tmp_path: Path) -> dict[str, str]:
+    """Plain text train/val/test prefixes whose line 2 is over 20 characters long on the German side."""
+    german = ["kurz", "ein sehr langer deutscher Satz", "auch kurz"]
+    english = ["short", "a long sentence", "short too"]
+    for split in ("train", "val", "test"):
+        write_lines(tmp_path / f"{split}.de", german)
+        write_lines(tmp_path / f"{split}.en", english)
+    return {f"{split}_prefix": str(tmp_path / name) for split, name in
+            (("train", "train"), ("validation", "val"), ("test", "test"))}
+
+
+def test_max_length_chars_leaves_out_training_pairs_only(tmp_path, caplog):
+    """It left out validation and test lines too: generated_predictions.txt went out of line with the test file
+    from the first long line on, and the scores silently left out the longest sentences."""
+    args = TranslationDataArguments(source_lang="de", target_lang="en", max_length_chars=20,
+                                    **long_and_short_prefixes(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        datasets = load_translation_datasets(args, keep_blank_evaluation_pairs=True)
+    assert pairs(datasets["train"]) == [("kurz", "short"), ("auch kurz", "short too")]
+    for split in ("validation", "test"):
+        assert len(datasets[split]) == 3 and pairs(datasets[split])[1][0] == "ein sehr langer deutscher Satz"
+    assert [message for message in caplog.messages if "over-long" in message] == [
+        f"Skipped 1 over-long line pair in {tmp_path / 'train.de'} / {tmp_path / 'train.en'} (line 2); the other "
+        "side of each was skipped with it, so the pairs stay aligned."]
+    with pytest.raises(ValueError, match="keep_blank keeps every line in place"):
+        load_parallel_text(tmp_path / "val.de", tmp_path / "val.en", source_lang="de", target_lang="en",
+                           max_length_chars=20, keep_blank=True)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_max_length_chars_applies_to_training_data_files_too(tmp_path, caplog, suffix):
+    """--train_file (and --dataset_name) ignored it without a word."""
+    rows = [{"de": "kurz", "en": "short"}, {"de": "ein sehr langer deutscher Satz", "en": "a long one"}]
+    for split in ("train", "val"):
+        if suffix == ".csv":
+            write_lines(tmp_path / f"{split}.csv", ["de,en"] + [f"{row['de']},{row['en']}" for row in rows])
+        else:
+            write_jsonl(tmp_path / f"{split}.jsonl", rows)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", max_length_chars=20,
+                                    train_file=str(tmp_path / f"train{suffix}"),
+                                    validation_file=str(tmp_path / f"val{suffix}"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        datasets = load_translation_datasets(args, keep_blank_evaluation_pairs=True)
+    assert pairs(datasets["train"]) == [("kurz", "short")] and len(datasets["validation"]) == 2
+    assert "Left out 1 of 2 training pairs with a side longer than --max_length_chars 20 characters." in caplog.messages
+
+
+@pytest.mark.parametrize("source", ["prefix", "file"])
+def test_max_length_chars_that_leaves_no_training_pair_says_to_raise_it(tmp_path, source):
+    """The message blamed the files ("--train_prefix must name files with one sentence a line"), not the flag."""
+    write_lines(tmp_path / "train.de", ["ein Satz", "noch ein Satz"])
+    write_lines(tmp_path / "train.en", ["a sentence", "one more sentence"])
+    write_jsonl(tmp_path / "train.jsonl", [{"de": "ein Satz", "en": "a sentence"}])
+    data = {"train_prefix": str(tmp_path / "train")} if source == "prefix" else {
+        "train_file": str(tmp_path / "train.jsonl")}
+    args = TranslationDataArguments(source_lang="de", target_lang="en", max_length_chars=3, **data)
+    with pytest.raises(InputError, match=r"Each of the \d training pairs with text has a side longer than "
+                                         r"--max_length_chars 3 characters, so none is left to train on: raise "
+                                         "--max_length_chars, or leave it out."):
+        load_translation_datasets(args)
+
+
+@pytest.mark.parametrize("encoding, iconv", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"),
+                                             ("utf-16-be", "UTF-16BE")])
+def test_a_utf16_file_is_named_as_such_with_the_command_that_converts_it(tmp_path, encoding, iconv):
+    """Windows Notepad's "Unicode" was "not a text file (line 1 holds NUL bytes)"; without a byte-order mark it
+    was read as UTF-8 text with NUL between the letters, and trained on."""
+    source = write_lines(tmp_path / "u.de", GERMAN, encoding=encoding, newline="\r\n")
+    target = write_lines(tmp_path / "u.en", ENGLISH)
+    with pytest.raises(InputError) as error:
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert str(error.value).startswith(f"{source} is UTF-16 text")
+    assert f"`iconv -f {iconv} -t UTF-8 u.de > u.de.utf8 && mv u.de.utf8 u.de`" in str(error.value)
+
+
+def test_a_count_of_one_is_said_in_the_singular(tmp_path, caplog):
+    source = write_lines(tmp_path / "s.de", ["eins", "", "drei"])
+    target = write_lines(tmp_path / "s.en", ["one", "two", "three"])
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
+        load_parallel_text(source, target, source_lang="de", target_lang="en", keep_blank=True)
+    assert caplog.messages == [
+        f"Skipped 1 empty line in {source} (line 2); the other side of each was skipped with it, so the pairs stay "
+        "aligned.",
+        f"1 empty line in {source} (line 2): that pair is kept in place, so that translations line up with the "
+        "lines, but neither translated nor scored.",
+    ]
+
+
+def test_targets_keep_the_corpus_unicode_form_and_sources_are_nfc(caplog):
+    """Targets were NFC-normalized for training, references scored as the data holds them: a corpus not in NFC
+    (Hindi's precomposed nukta letters, which NFC changes; any NFD text) scored a perfect model down (BLEU 79)."""
+    hindi = "\u095c\u095d\u095e \u0921\u093c"  # three precomposed nukta letters (composition exclusions), one not
+    german = unicodedata.normalize("NFD", "Größe über")
+    assert unicodedata.normalize("NFC", hindi) != hindi
+    data = DatasetDict(validation=Dataset.from_dict({"translation": [
+        {"en": "  a \t b ", "hi": hindi + "  x"}, {"en": german, "hi": german}]}))
+    tokenizer = train_bpe_tokenizer([hindi, german, "a b"], vocab_size=300, min_frequency=1)
+    tokenized = tokenize_translation_datasets(data, tokenizer, source_lang="en", target_lang="hi")["validation"]
+    labels = tokenizer.batch_decode(list(tokenized["labels"]), skip_special_tokens=True)
+    assert labels == [hindi + " x", german]  # whitespace normalized, the Unicode form kept
+    sources = tokenizer.batch_decode(list(tokenized["input_ids"]), skip_special_tokens=True)
+    assert sources == ["a b", unicodedata.normalize("NFC", german)]
+
+
+def test_invisible_characters_are_removed_from_sources_but_not_joiners(caplog):
+    """A byte-order mark at a line's start (files joined with cat), a zero-width space, a soft hyphen or a word
+    joiner were tokens of their own: "zwei\\u200b" translated as a five-digit number."""
+    invisible = "\ufeffzwei\u200b drei\u00adundvier\u2060zig"
+    joined = "\U0001f468\u200d\U0001f469 \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # emoji ZWJ, Persian ZWNJ
+    data = DatasetDict(train=Dataset.from_dict({"translation": [{"de": invisible, "en": "x"},
+                                                                 {"de": joined, "en": "y"}]}))
+    tokenizer = train_bpe_tokenizer([invisible, joined], vocab_size=300, min_frequency=1)
+    tokenized = tokenize_translation_datasets(data, tokenizer, source_lang="de", target_lang="en")["train"]
+    sources = tokenizer.batch_decode(list(tokenized["input_ids"]), skip_special_tokens=True)
+    assert sources == ["zwei dreiundvierzig", joined]
+    blank = Dataset.from_dict({"translation": [{"de": "\ufeff\u200b", "en": "x"}, {"de": "\u200d", "en": "y"}]})
+    assert rows_with_text(blank, "de", "en") == [1]  # neither translated nor scored, as the pipeline leaves it blank
+
+
+def word_level_tokenizer(words: list[str]):
+    """An English word-level tokenizer (as a `tokenizers` user builds one) that reads any other word as <unk>."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(["<pad>", "<s>", "</s>", "<unk>", *words])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>", add_eos_token=True)
+
+
+def test_a_tokenizer_that_reads_the_training_text_as_unknown_is_warned_about(caplog):
+    """An English word-level tokenizer on Chinese targets trained, without a word, into a model of empty output."""
+    tokenizer = word_level_tokenizer(["a", "cat", "sleeps", "dog", "runs"])
+    data = DatasetDict(train=Dataset.from_dict({"translation": [
+        {"en": "a cat sleeps", "zh": "猫在睡觉"}, {"en": "a dog runs", "zh": "狗在跑"}] * 50}),
+        validation=Dataset.from_dict({"translation": [{"en": "a cat", "zh": "猫"}]}))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        tokenize_translation_datasets(data, tokenizer, source_lang="en", target_lang="zh")
+    assert caplog.messages == [
+        "50.0% of the training target tokens (zh) are the tokenizer's unknown token: it does not cover this zh text, "
+        "which the model cannot learn to read or write. Train a tokenizer on this data: leave out --tokenizer_name "
+        "(a model given with --model_name_or_path keeps its own)."]

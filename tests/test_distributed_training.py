@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -33,7 +34,8 @@ from hf_vanilla_transformer.data import load_translation_datasets, tokenize_tran
 from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE, TokenBatchingSeq2SeqTrainer, last_complete_checkpoint
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
-from hf_vanilla_transformer.training import parse_arguments
+from hf_vanilla_transformer.training import main, parse_arguments, resume_checkpoint, train
+from tiny_translation_model import make_tiny_model_dir
 
 ACCELERATE = shutil.which("accelerate", path=os.path.dirname(sys.executable))
 CONFIGS = REPO / "configs" / "accelerate"  # the README's accelerate config files
@@ -342,3 +344,102 @@ def test_fsdp_checkpoints_are_sharded_and_whole_ones_not_resumed(tmp_path, one_c
     assert asked.accelerator.state.fsdp_plugin.state_dict_type.name == "FULL_STATE_DICT"
     with pytest.raises(InputError, match="--average_last_checkpoints does not work under FSDP"):
         tiny_trainer(tmp_path, "--use_cpu", "true", "--fsdp", "--average_last_checkpoints", "2")
+    ddp = tmp_path / "checkpoint-6"  # a DDP or one-process run's: whole weights, no shards
+    ddp.mkdir()
+    (ddp / "model.safetensors").touch()
+    with pytest.raises(InputError, match="was saved without FSDP"):
+        trainer.train(resume_from_checkpoint=str(ddp))
+
+
+@pytest.mark.parametrize("request_by", ["trainer_flag", "accelerate_launch"])
+def test_scoring_under_fsdp_leaves_fsdp_off_and_scores_as_without_it(tmp_path, one_cpu_process, monkeypatch,
+                                                                     request_by, capsys, caplog):
+    """FSDP2 prepares a model only with an optimizer: a run that does not train crashed on every rank."""
+    model = make_tiny_model_dir(tmp_path / "model")
+    flags = ["--model_name_or_path", model, "--do_train", "false", "--use_cpu", "true", *FEW_NUMBERS,
+             "--max_eval_samples", "5", "--max_predict_samples", "5", "--per_device_eval_batch_size", "2"]
+    run_main("--output_dir", tmp_path / "whole", *flags, capsys=capsys)
+    if request_by == "accelerate_launch":
+        monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+        monkeypatch.setenv("FSDP_VERSION", "2")
+    run_main("--output_dir", tmp_path / "fsdp", *flags, *(["--fsdp"] if request_by == "trainer_flag" else []),
+             capsys=capsys)
+    assert "FSDP was asked for, but this run does not train (--do_train false)" in caplog.text
+    whole, fsdp = ({name: value for name, value in json.loads((tmp_path / run / "all_results.json").read_text()).items()
+                    if not re.search("runtime|per_second|preparation_time", name)} for run in ("whole", "fsdp"))
+    assert "eval_bleu" in fsdp and fsdp == pytest.approx(whole, rel=1e-6, abs=1e-6)
+    assert (tmp_path / "fsdp" / "generated_predictions.txt").read_text() == (
+        tmp_path / "whole" / "generated_predictions.txt").read_text()
+
+
+@pytest.mark.parametrize("refusal", ["one process", "FSDP1 on CPU"])
+def test_an_fsdp_launch_that_cannot_run_stops_before_any_work(tmp_path, fsdp_unset, refusal):
+    """The refusal came when the Trainer was made: after the data was loaded and a tokenizer trained and saved into
+    a new --output_dir."""
+    fsdp_unset.setenv("ACCELERATE_USE_FSDP", "true")
+    fsdp_unset.setenv("FSDP_VERSION", "2" if refusal == "one process" else "1")
+    message = "this is one process" if refusal == "one process" else "FSDP1 needs GPUs"
+    with pytest.raises(InputError, match=message):
+        main(["--output_dir", str(tmp_path / "out"), *FEW_NUMBERS, *TINY])
+    assert not (tmp_path / "out").exists()
+
+
+def fake_checkpoint(run, saved_by, step=4):
+    """A complete checkpoint's files as `saved_by` writes them (empty: only their names are looked at)."""
+    checkpoint = run / f"checkpoint-{step}"
+    checkpoint.mkdir(parents=True)
+    for name in ("scheduler.pt", CHECKPOINT_COMPLETE, *{
+        "ddp": ["model.safetensors", "optimizer.pt"],
+        "whole fsdp": ["model.safetensors", "pytorch_model_fsdp.bin", "optimizer.bin"],
+        "sharded fsdp": ["pytorch_model_fsdp_0/", "optimizer_0/"],
+    }[saved_by]):
+        (checkpoint / name).mkdir() if name.endswith("/") else (checkpoint / name).touch()
+    return checkpoint
+
+
+WHOLE_FSDP = "holds whole FSDP weights (FULL_STATE_DICT), which cannot be resumed"
+
+
+@pytest.mark.parametrize("saved_by, under_fsdp, refused", [
+    ("ddp", True, "was saved without FSDP (by DDP or one process"),  # was 234 lines of torch's DCP tracebacks
+    ("whole fsdp", True, WHOLE_FSDP),  # refused too, but only once the data was loaded and tokenized
+    ("whole fsdp", False, WHOLE_FSDP),  # was told to resume it under FSDP, which refused it
+    ("sharded fsdp", False, "was saved under FSDP (its weights are sharded in pytorch_model_fsdp_*): resume it"),
+    ("ddp", False, None),
+    ("sharded fsdp", True, None),
+])
+def test_a_checkpoint_is_resumed_only_by_a_launch_that_can(tmp_path, one_cpu_process, monkeypatch, saved_by,
+                                                           under_fsdp, refused):
+    if under_fsdp:
+        monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+        monkeypatch.setenv("FSDP_VERSION", "2")
+    checkpoint = fake_checkpoint(tmp_path, saved_by)
+    for resume in ("true", str(checkpoint)):
+        _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--use_cpu", "true", "--resume_from_checkpoint",
+                                      resume])
+        if refused is None:
+            assert resume_checkpoint(args) == str(checkpoint)  # before any data is loaded
+            continue
+        with pytest.raises(InputError, match=re.escape(f"{checkpoint} {refused}")) as error:
+            resume_checkpoint(args)
+        if refused == WHOLE_FSDP:
+            assert f"python scripts/average_checkpoints.py {tmp_path} --output_dir {tmp_path / 'averaged'}" in str(
+                error.value)
+
+
+def test_ctrl_c_in_a_run_with_whole_fsdp_checkpoints_says_to_average_them(tmp_path):
+    """It said to resume with --resume_from_checkpoint true, which such checkpoints cannot."""
+    checkpoint = fake_checkpoint(tmp_path, "whole fsdp")
+
+    class Interrupted:
+        args = SimpleNamespace(output_dir=str(tmp_path))
+
+        def train(self, resume_from_checkpoint=None):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        train(Interrupted(), None)
+    assert str(interrupt.value) == (
+        f"the last complete checkpoint is {checkpoint}, whole FSDP weights (FULL_STATE_DICT), which cannot be "
+        f"resumed: average the run's checkpoints (python scripts/average_checkpoints.py {tmp_path} --output_dir "
+        f"{tmp_path / 'averaged'}), or fine-tune from it into a new --output_dir (--model_name_or_path {checkpoint}).")

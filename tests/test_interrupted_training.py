@@ -13,8 +13,14 @@ import time
 import pytest
 from conftest import REPO
 
-from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE, is_complete_checkpoint, last_complete_checkpoint
-from hf_vanilla_transformer.training import parse_arguments, resume_checkpoint
+from hf_vanilla_transformer.errors import InputError
+from hf_vanilla_transformer.trainer import (
+    CHECKPOINT_COMPLETE,
+    is_complete_checkpoint,
+    last_complete_checkpoint,
+    run_checkpoints,
+)
+from hf_vanilla_transformer.training import check_training_left, main, parse_arguments, resume_checkpoint
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 RUN = [
@@ -105,3 +111,30 @@ def test_model_weights_are_only_written_as_safetensors(uninterrupted):
     trainer_state = {"optimizer.pt", "scheduler.pt", "rng_state.pth", "training_args.bin"}
     pickled = {p.name for p in files if p.suffix in {".bin", ".pt", ".pth", ".pkl", ".ckpt", ".h5", ".msgpack"}}
     assert pickled <= trainer_state, pickled - trainer_state
+
+
+def test_a_run_that_trained_all_its_epochs_is_not_resumed_into_a_training_loss_of_0(tmp_path):
+    """--resume_from_checkpoint true on a run by epochs whose last checkpoint is its last step trained nothing, then
+    wrote train_loss 0.0 over its results and its card ("Mean training loss, after resuming at step 8: 0"), as a run
+    by --max_steps no longer does."""
+    out = tmp_path / "run"
+    run = ["--output_dir", out, "--number_words_train_size", "64", "--number_words_eval_size", "4", "--d_model", "16",
+           "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32", "--per_device_train_batch_size", "16",
+           "--num_train_epochs", "2", "--save_strategy", "epoch", "--disable_tqdm", "true", "--do_eval", "false",
+           "--do_predict", "false", "--average_last_checkpoints", "0"]
+    main(list(map(str, run)))
+    results = {name: (out / name).read_text() for name in ("all_results.json", "train_results.json", "README.md")}
+    first, last = run_checkpoints(out)
+    steps = [int(checkpoint.name.split("-")[1]) for checkpoint in (first, last)]
+    for flags, message in [
+        ([], f"{last} is at step {steps[1]}, the end of --num_train_epochs 2: the training is complete"),
+        (["--num_train_epochs", "1"], f"{last} is at epoch 2, past --num_train_epochs 1: there is nothing left"),
+        (["--resume_from_checkpoint", first, "--num_train_epochs", "1"],
+         f"{first} is at step {steps[0]}, the end of --num_train_epochs 1: the training is complete"),
+    ]:
+        with pytest.raises(InputError, match=re.escape(message)) as error:
+            main(list(map(str, [*run, "--resume_from_checkpoint", "true", *flags])))
+        assert f"python scripts/average_checkpoints.py {out}" in str(error.value) or "past" in message
+    assert results == {name: (out / name).read_text() for name in results}
+    _, _, args = parse_arguments(list(map(str, run)))
+    check_training_left(str(first), args)  # an epoch left to train

@@ -186,6 +186,20 @@ def test_adam_settings_are_listed_only_for_optimizers_that_use_them(model_dir, t
     assert all(f"| {name} | {ADAM_ROWS[name]} |" in text for name in rows)
 
 
+@pytest.mark.parametrize("launched_with", [None, "bf16", "fp16", "no"])
+def test_the_card_says_the_precision_a_launcher_chose(model_dir, tmp_path, monkeypatch, launched_with):
+    """`accelerate launch --mixed_precision bf16` (or `mixed_precision: bf16` in its config file) trains in bf16
+    without --bf16: the card said nothing of it."""
+    if launched_with is not None:
+        monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", launched_with)
+    else:
+        monkeypatch.delenv("ACCELERATE_MIXED_PRECISION", raising=False)
+    text = create_model_card(model_dir, training_args=run_arguments(tmp_path)).text
+    assert ("| bf16 | yes |" in text) == (launched_with == "bf16")
+    assert ("| fp16 | yes |" in text) == (launched_with == "fp16")
+    assert "| bf16 | no |" not in text and "| fp16 | no |" not in text
+
+
 def test_a_reused_vocabulary_is_not_said_to_be_learned(model_dir):
     text = create_model_card(model_dir, source_lang="de", target_lang="en", tokenizer_from="runs/base").text
     assert "The vocabulary is the one of `runs/base`, reused" in text and "is learned" not in text

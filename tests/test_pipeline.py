@@ -246,3 +246,25 @@ print(json.dumps([translator({SOURCES!r}, batch_size=2), by_name({SOURCES!r}[:1]
     batched, single, again = json.loads(proc.stdout.strip().splitlines()[-1])
     assert batched == [{"translation_text": text} for text in reference]
     assert single == again == [{"translation_text": reference[0]}]
+
+
+def test_invisible_characters_in_a_source_are_not_read(translator, reference):
+    """A byte-order mark at a line's start (`cat a.txt b.txt` of Windows files), a zero-width space, a soft hyphen or
+    a word joiner were tokens of their own: the number-words model translated "zwei\\u200b" as a five-digit number."""
+    invisible = "\ufeff" + SOURCES[0].replace(" ", "\u200b ", 1).replace("ä", "\u00ad\u2060ä")
+    assert invisible != SOURCES[0]
+    assert torch.equal(translator.preprocess(invisible)["input_ids"], translator.preprocess(SOURCES[0])["input_ids"])
+    assert translator(invisible) == [{"translation_text": reference[0]}]
+    assert translator("\u200b\ufeff") == [{"translation_text": ""}]  # nothing to translate
+
+
+def test_sources_and_translations_are_normalized_as_the_training_data_is():
+    """Sources: NFC, invisible characters removed, whitespace; translations and training targets: whitespace only,
+    so that a model writes the Unicode form of its corpus (Hindi's precomposed nukta letters, which NFC changes)."""
+    from hf_vanilla_transformer.pipeline_translation import normalize_text, normalize_whitespace
+
+    hindi = "\u095c\u095d\u095e"
+    assert normalize_whitespace(f" \t{hindi}  \u0921\u093c\n") == f"{hindi} \u0921\u093c"
+    assert normalize_text(f" \ufeff{hindi}\u200b ") == "\u0921\u093c\u0922\u093c\u092b\u093c"  # NFC decomposes them
+    joined = "\U0001f468\u200d\U0001f469 \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # emoji ZWJ, Persian ZWNJ
+    assert normalize_text(joined) == joined

@@ -123,3 +123,75 @@ def test_a_saved_model_folder_loads_its_tokenizer_without_the_package_prompt_or_
 def test_train_bpe_tokenizer_refuses_what_it_would_train_wrongly_on(texts, vocab_size, options, error, message):
     with pytest.raises(error, match=message):
         train_bpe_tokenizer(texts, vocab_size, **options)
+
+
+def plain_tokenizer(**special_tokens):
+    """A word-level tokenizer as a `tokenizers` user builds one: no post-processor (so no </s> appended), and only
+    the given special tokens set."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(["<pad>", "<s>", "</s>", "<unk>", "a", "man", "ein", "Mann"])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", **special_tokens)
+
+
+def test_missing_special_tokens_are_named_with_how_to_add_them():
+    """A tokenizer without pad/bos/eos was a ValueError traceback (exit 1) once all the data was tokenized."""
+    from hf_vanilla_transformer.errors import InputError
+
+    with pytest.raises(InputError) as error:
+        special_token_ids(plain_tokenizer(pad_token="<pad>", eos_token="</s>"), "toks/t5like")
+    assert str(error.value) == (
+        "The tokenizer toks/t5like has no bos token (bos_token_id), which a new model starts each translation from "
+        '(its decoder_start_token_id). Add it and save the tokenizer again, e.g. `tok = AutoTokenizer.from_pretrained('
+        '"toks/t5like"); tok.add_special_tokens({"bos_token": "<s>"}); tok.save_pretrained("toks/t5like")` (a token '
+        "its vocabulary lacks is added to it).")
+    with pytest.raises(InputError, match=r"has no pad token \(pad_token_id\), which pads batches, nor bos token .*, "
+                                         r'nor eos token .*\{"pad_token": "<pad>", "bos_token": "<s>", "eos_token": '
+                                         r'"</s>"\}'):
+        special_token_ids(plain_tokenizer())
+
+
+@pytest.mark.parametrize("puts_bos_first", [False, True])
+def test_a_tokenizer_that_does_not_append_eos_is_given_a_post_processor_saved_with_it(tmp_path, caplog,
+                                                                                      puts_bos_first):
+    """Trained on targets without </s> (a `tokenizers`-built tokenizer given with --tokenizer_name), a model never
+    learnt to stop: its translations ran on to the length limit."""
+    import logging
+
+    from hf_vanilla_transformer.tokenization import append_eos, ends_with_eos
+
+    tokenizer = plain_tokenizer(pad_token="<pad>", bos_token="<s>", eos_token="</s>", add_bos_token=puts_bos_first)
+    assert tokenizer("a man")["input_ids"] == [1] * puts_bos_first + [4, 5] and not ends_with_eos(tokenizer)
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.tokenization"):
+        append_eos(tokenizer, "toks/plain")
+    assert caplog.messages == [
+        "The tokenizer toks/plain did not end what it encodes with its end token '</s>', so a model trained on it "
+        "would never learn to stop: it now appends it (a TemplateProcessing post-processor, saved with the run's "
+        "tokenizer, so that the saved model translates as it was trained)."]
+    tokenizer.save_pretrained(tmp_path)
+    for each in (tokenizer, AutoTokenizer.from_pretrained(tmp_path)):
+        assert each("a man")["input_ids"] == [1] * puts_bos_first + [4, 5, 2]
+        assert each(text_target="ein Mann")["input_ids"] == [1] * puts_bos_first + [6, 7, 2]
+    caplog.clear()
+    append_eos(tokenizer, "toks/plain")  # one that appends eos is left as it is
+    assert caplog.messages == [] and tokenizer("a")["input_ids"] == [1] * puts_bos_first + [4, 2]
+
+
+def test_load_tokenizer_takes_a_tokenizer_file(tmp_path):
+    """`--tokenizer_name DIR/tokenizer.json` was "Repo id must be in the form 'repo_name' or 'namespace/repo_name'"."""
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.tokenization import load_tokenizer
+
+    tokenizer = train_bpe_tokenizer(CORPUS, vocab_size=300, min_frequency=1)
+    tokenizer.save_pretrained(tmp_path / "saved")
+    from_file = load_tokenizer(tmp_path / "saved" / "tokenizer.json")
+    assert special_token_ids(from_file) == special_token_ids(tokenizer)  # with its folder's tokenizer_config.json
+    tokenizer.backend_tokenizer.save(str(tmp_path / "mine.json"))  # what a `tokenizers` user saves
+    assert load_tokenizer(tmp_path / "mine.json")(SENTENCES[0])["input_ids"] == tokenizer(SENTENCES[0])["input_ids"]
+    (tmp_path / "config.json").write_text('{"d_model": 512}')
+    with pytest.raises(InputError, match=r"config\.json is a file that is not a tokenizer \(.*\): give the folder "
+                                         r"that holds the tokenizer \(tokenizer\.json, tokenizer_config\.json\)"):
+        load_tokenizer(tmp_path / "config.json")

@@ -755,3 +755,79 @@ def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
                          "--max_steps", "20"])
     assert "--warmup_steps 4000 is not below --max_steps 20: the learning rate rises for the whole run" in caplog.text
+
+
+def test_translations_keep_the_unicode_form_the_model_wrote():
+    """decode_predictions NFC-normalized the model's output while references were scored as the data holds them:
+    a perfect model of a corpus not in NFC (Hindi's precomposed nukta letters, which NFC changes) scored BLEU 79."""
+    import numpy as np
+
+    from hf_vanilla_transformer.training import decode_predictions
+
+    texts = ["\u095c\u095d\u095e \u0921\u093c", "Gro\u0308\u00dfe  u\u0308ber"]  # not NFC
+    tokenizer = train_bpe_tokenizer(texts, 300, min_frequency=1)
+    rows = [tokenizer(text)["input_ids"] for text in texts]
+    width = max(map(len, rows))
+    predictions = np.array([row + [-100] * (width - len(row)) for row in rows])
+    assert decode_predictions(tokenizer, predictions) == [texts[0], "Gro\u0308\u00dfe u\u0308ber"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_max_length_chars_below_one_is_refused(tmp_path, value):
+    """-1 filtered out every pair and then blamed the files."""
+    with pytest.raises(InputError, match=f"--max_length_chars must be at least 1 character, got {value}; leave it "
+                                         "out to train on pairs of any length."):
+        parse_arguments(["--output_dir", str(tmp_path), "--max_length_chars", value])
+
+
+def given_tokenizer(tmp_path, name):
+    """`load_or_train_tokenizer` for the flags `--tokenizer_name name` (a new model on the built-in corpus)."""
+    from hf_vanilla_transformer.training import load_or_train_tokenizer
+
+    arguments = parse_arguments(["--output_dir", str(tmp_path / "run"), "--tokenizer_name", str(name), *FEW_NUMBERS])
+    return load_or_train_tokenizer(*arguments, raw_datasets=None)
+
+
+def plain_tokenizer(**special_tokens):
+    """A BPE tokenizer as a `tokenizers` user saves one: no post-processor (so no </s> appended)."""
+    from transformers import PreTrainedTokenizerFast
+
+    backend = train_bpe_tokenizer(["ein Mann", "a man"] * 5, 270, min_frequency=1).backend_tokenizer
+    backend.post_processor = None
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", **special_tokens)
+
+
+def test_a_given_tokenizer_that_does_not_append_eos_is_made_to(tmp_path, caplog):
+    """The model trained on its targets never learnt to stop: it wrote "он пьёт водугуу водуууууууууу..." up to
+    the length limit."""
+    plain_tokenizer(pad_token="<pad>", bos_token="<s>", eos_token="</s>").save_pretrained(tmp_path / "tok")
+    assert AutoTokenizer.from_pretrained(tmp_path / "tok")("a man")["input_ids"][-1] != 2
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.tokenization"):
+        tokenizer = given_tokenizer(tmp_path, tmp_path / "tok")
+    assert tokenizer("a man")["input_ids"][-1] == tokenizer(text_target="a")["input_ids"][-1] == 2
+    assert any("did not end what it encodes with its end token '</s>'" in message for message in caplog.messages)
+
+
+def test_a_given_tokenizer_without_the_special_tokens_a_model_needs_is_one_message(tmp_path, capsys):
+    """A ValueError traceback, exit 1, after the data was loaded; a tokenizer.json given as a file was "Repo id must
+    be in the form ..."; a folder without a tokenizer said to pass --tokenizer_name, the flag the user had passed."""
+    plain_tokenizer(pad_token="<pad>", eos_token="</s>").save_pretrained(tmp_path / "nobos")
+    with pytest.raises(InputError) as error:
+        run_main("--output_dir", tmp_path / "run", "--tokenizer_name", tmp_path / "nobos", *FEW_NUMBERS, *TINY,
+                 "--max_steps", "1", capsys=capsys)
+    assert str(error.value).startswith(f"The tokenizer {tmp_path / 'nobos'} has no bos token (bos_token_id)")
+    assert str(error.value).endswith(".save_pretrained(\"" + str(tmp_path / "nobos") + "\")` (a token its "
+                                     "vocabulary lacks is added to it). Or leave --tokenizer_name out to train a "
+                                     "tokenizer on the data.")
+    with pytest.raises(InputError, match=r"has no bos token"):
+        given_tokenizer(tmp_path, tmp_path / "nobos" / "tokenizer.json")  # the file: read as its folder
+    train_bpe_tokenizer(["ein Mann", "a man"] * 5, 270, min_frequency=1).save_pretrained(tmp_path / "good")
+    assert len(given_tokenizer(tmp_path, tmp_path / "good" / "tokenizer.json")) == len(AutoTokenizer.from_pretrained(
+        tmp_path / "good"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError) as error:
+        given_tokenizer(tmp_path, tmp_path / "empty")
+    assert str(error.value) == (
+        f"{tmp_path / 'empty'} has no tokenizer (no tokenizer.json or tokenizer_config.json). Give --tokenizer_name "
+        "a folder written by `tokenizer.save_pretrained(folder)`, or a Hub id, or leave it out to train a tokenizer "
+        "on the data.")

@@ -291,7 +291,8 @@ def _vocabulary_of(model_dir: Path) -> list[str]:
 
 class CTranslate2Translator:
     """A CTranslate2 translator working on token ids, as `generate()` does: `translate(input_ids, attention_mask)`
-    returns the translations' ids (without the start token; with the end token, padded with `pad_token_id`)."""
+    returns the translations' ids, one unpadded list a sentence (without the start token; with the end token). Each
+    source is the ids its `attention_mask` keeps, so a batch may be padded on the right or on the left."""
 
     def __init__(self, model_dir, compute_type: str = "default", intra_threads: int = 0, **kwargs):
         ctranslate2 = _import_ctranslate2()
@@ -318,10 +319,10 @@ class CTranslate2Translator:
         num_beams = num_beams or self.settings.get("num_beams", 4)
         if length_penalty is None:
             length_penalty = self.settings.get("length_penalty", 1.0)
-        source = []
-        for row, ids in enumerate(input_ids.tolist()):
-            length = len(ids) if attention_mask is None else int(attention_mask[row].sum())
-            source.append([self.tokens[i] for i in ids[:length]])
+        rows = input_ids.tolist()
+        masks = [[1] * len(ids) for ids in rows] if attention_mask is None else attention_mask.tolist()
+        # the tokens the mask keeps, wherever the padding is (right, or left as `padding_side="left"` puts it)
+        source = [[self.tokens[i] for i, keep in zip(ids, mask) if keep] for ids, mask in zip(rows, masks)]
         if max_new_tokens is None:  # generate()'s default: source length + 50
             max_new_tokens = input_ids.shape[1] + 50
         results = self.translator.translate_batch(

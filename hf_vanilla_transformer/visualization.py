@@ -18,6 +18,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .modeling_vanilla_transformer import sinusoidal_encoding
+from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
 KINDS = {
     "encoder": ("Encoder self-attention", "source", "source"),
@@ -57,20 +58,25 @@ def compute_attention(model, tokenizer, sentence: str, target: str | None = None
     with `generate_kwargs`), fed to the decoder in one teacher-forced pass. The decoder's inputs are the start
     token and the translation's tokens (without the final `</s>`); the source keeps its `</s>`.
 
+    Text is read as the translation pipeline and the training data read it: the sentence normalized by
+    `normalize_text`, a target by `normalize_whitespace`, "</s>" typed in either as text where
+    `reads_special_tokens_as_text` says so; the model's own translation is then the pipeline's (and translate.py's).
     The model is switched to eager attention, the one implementation that returns its weights.
     """
-    if not sentence.strip():
+    sentence = normalize_text(sentence)
+    if not sentence:
         raise ValueError("The sentence to translate is empty.")
     model.eval()
     if model.config._attn_implementation != "eager":
         model.set_attn_implementation("eager")
-    source = tokenizer(sentence, return_tensors="pt").to(model.device)
+    as_text = reads_special_tokens_as_text(tokenizer)
+    source = tokenizer(sentence, return_tensors="pt", split_special_tokens=as_text).to(model.device)
     start = model.config.decoder_start_token_id
     if target is None:
         generated = model.generate(**source, **generate_kwargs)[0].tolist()
         target_ids = [token for token in generated[1:] if token != model.config.pad_token_id]
     else:
-        target_ids = tokenizer(target)["input_ids"]
+        target_ids = tokenizer(text_target=normalize_whitespace(target), split_special_tokens=as_text)["input_ids"]
     if target_ids and target_ids[-1] == model.config.eos_token_id:
         target_ids = target_ids[:-1]
     decoder_input_ids = torch.tensor([[start, *target_ids]], device=model.device)
@@ -128,12 +134,15 @@ def attention_figure(
     heads = _check_indices(heads, num_heads, "head")
 
     # 0.22 inch a token, at least 2.4 inches a heatmap, and at most MAX_FIGURE_INCHES a side: a long sentence
-    # labels every `step`-th token instead of making a PNG no viewer opens (a 60-word sentence drew 230 megapixels)
+    # labels every `step`-th token instead of making a PNG no viewer opens (a 60-word sentence drew 230 megapixels);
+    # each axis by its own length, so that a long source leaves every token of a short translation labelled
     longest = max(len(query_tokens), len(key_tokens))
     cell = min(max(2.4, 0.22 * longest), MAX_FIGURE_INCHES / max(len(heads), len(layers)))
-    step = max(1, math.ceil(0.22 * longest / cell))
-    if step > 1:
-        query_axis, key_axis = (f"{axis} (1 token in {step} labelled)" for axis in (query_axis, key_axis))
+    query_step, key_step = (max(1, math.ceil(0.22 * len(tokens) / cell)) for tokens in (query_tokens, key_tokens))
+    if query_step > 1:
+        query_axis = f"{query_axis} (1 token in {query_step} labelled)"
+    if key_step > 1:
+        key_axis = f"{key_axis} (1 token in {key_step} labelled)"
     figure = Figure(figsize=(cell * len(heads) + 1.2, cell * len(layers) + 0.9), layout="constrained")
     axes = figure.subplots(len(layers), len(heads), squeeze=False)
     image = None
@@ -142,10 +151,10 @@ def attention_figure(
             ax = axes[row][column]
             image = ax.imshow(weights[layer - 1, head - 1].numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
             ax.set_title(f"layer {layer}/{num_layers}, head {head}/{num_heads}", fontsize=9)
-            ax.set_xticks(range(0, len(key_tokens), step))
-            ax.set_yticks(range(0, len(query_tokens), step))
-            ax.set_xticklabels(key_tokens[::step] if row == len(layers) - 1 else [], rotation=90, fontsize=7)
-            ax.set_yticklabels(query_tokens[::step] if column == 0 else [], fontsize=7)
+            ax.set_xticks(range(0, len(key_tokens), key_step))
+            ax.set_yticks(range(0, len(query_tokens), query_step))
+            ax.set_xticklabels(key_tokens[::key_step] if row == len(layers) - 1 else [], rotation=90, fontsize=7)
+            ax.set_yticklabels(query_tokens[::query_step] if column == 0 else [], fontsize=7)
             ax.tick_params(length=0)
         axes[row][0].set_ylabel(query_axis, fontsize=8)
     for column in range(len(heads)):
@@ -172,9 +181,7 @@ def positional_encoding_figure(
     """The sinusoidal encodings [3.5] of positions 0..max_positions-1: a heatmap of all `d_model` dimensions, and
     the curves of `dimensions` (sine for even, cosine for odd ones, each at its own wavelength) as the Annotated
     Transformer plots them."""
-    bad = [d for d in dimensions if not 0 <= d < d_model]
-    if bad:
-        raise ValueError(f"Dimensions {bad} are outside 0..{d_model - 1}.")
+    dimensions = check_dimensions(dimensions, d_model)
     encoding = sinusoidal_encoding(torch.arange(max_positions), d_model).numpy()
     figure = Figure(figsize=(10, 8), layout="constrained")
     heatmap, curves = figure.subplots(2, 1)
@@ -193,13 +200,58 @@ def positional_encoding_figure(
     return figure
 
 
-def _check_indices(chosen: Sequence[int] | None, count: int, name: str) -> list[int]:
+def _check_indices(chosen: Sequence[int] | None, count: int, name: str, where: str = "") -> list[int]:
+    """`chosen` (numbered from 1; default: all `count`), each once, in the order given; ValueError for one out of
+    range."""
     if chosen is None:
         return list(range(1, count + 1))
     bad = [index for index in chosen if not 1 <= index <= count]
     if bad or not chosen:
-        raise ValueError(f"Choose {name}s from 1 to {count} (numbered from 1); got {list(chosen)}.")
-    return list(chosen)
+        raise ValueError(f"Choose {name}s from 1 to {count} (numbered from 1{where}); got {list(chosen)}.")
+    return list(dict.fromkeys(chosen))
+
+
+def check_dimensions(dimensions: Sequence[int], d_model: int) -> list[int]:
+    """`dimensions` of the position encodings, each once; ValueError for one outside 0..d_model-1."""
+    bad = [d for d in dimensions if not 0 <= d < d_model]
+    if bad:
+        raise ValueError(f"Dimensions {bad} are outside 0..{d_model - 1}.")
+    return list(dict.fromkeys(dimensions))
+
+
+def check_choices(
+    config, kinds: Sequence[str], *, layers=None, heads=None, dimensions: Sequence[int] = (4, 5, 6, 7)
+) -> tuple[list[int] | None, list[int] | None, list[int]]:
+    """(layers, heads, dimensions) as `plot_attention` and `plot_positional_encoding` take them, checked against a
+    model's `config` before anything is computed: layers and heads (numbered from 1) within those of every one of
+    `kinds` (the encoder's for "encoder", the decoder's for "decoder" and "cross"), dimensions within d_model;
+    each once. ValueError for one out of range. (A config without these BART-family fields is checked when drawing.)"""
+    stacks = sorted({"encoder" if kind == "encoder" else "decoder" for kind in kinds or KINDS})
+    for name, chosen in (("layer", layers), ("head", heads)):
+        counts = {stack: _field(config, *_COUNT_FIELDS[name, stack]) for stack in stacks}
+        if chosen is None or None in counts.values():
+            continue
+        stack, count = min(counts.items(), key=lambda item: item[1])
+        _check_indices(chosen, count, name, f"; the {stack} has {count}" if len(set(counts.values())) > 1 else "")
+    d_model = _field(config, "d_model", "hidden_size")
+    return (
+        None if layers is None else list(dict.fromkeys(layers)),
+        None if heads is None else list(dict.fromkeys(heads)),
+        list(dict.fromkeys(dimensions)) if d_model is None else check_dimensions(dimensions, d_model),
+    )
+
+
+_COUNT_FIELDS = {
+    ("layer", "encoder"): ("encoder_layers", "num_layers"),  # BART family's names, then T5's
+    ("layer", "decoder"): ("decoder_layers", "num_decoder_layers"),
+    ("head", "encoder"): ("encoder_attention_heads", "num_heads"),
+    ("head", "decoder"): ("decoder_attention_heads", "num_heads"),
+}
+
+
+def _field(config, *names):
+    """The first of the config fields `names` it has, or None."""
+    return next((value for name in names if isinstance(value := getattr(config, name, None), int)), None)
 
 
 def _save(figure: Figure, path: str | os.PathLike) -> Path:

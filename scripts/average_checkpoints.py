@@ -5,6 +5,7 @@
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -18,6 +19,48 @@ try:
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
     sys.exit(130)
+
+
+BOOKKEEPING = {"transformers_version", "_name_or_path", "architectures", "auto_map", "custom_pipelines", "dtype",
+               "torch_dtype", "use_cache", "dropout", "attention_dropout", "activation_dropout"}
+"""config.json fields checkpoints of one model may differ in: what saved them and how, and the training-only
+dropout rates (a resumed run may change them), none of which changes what the weights compute."""
+
+
+def _config(checkpoint):
+    """The checkpoint's config.json as a dict; None where it is missing or damaged (the averaging names it)."""
+    try:
+        config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def check_one_model(checkpoints):
+    """InputError unless the `checkpoints`' configs (and tokenizers, where saved) are the last one's, whose the
+    averaged model gets: weights of equal shapes but another activation, normalization or tokenizer would average
+    into nonsense without a word."""
+    last = checkpoints[-1]
+    expected, tokenizer = _config(last), last / "tokenizer.json"
+    for checkpoint in checkpoints[:-1]:
+        config = _config(checkpoint)
+        if expected is not None and config is not None:
+            fields = sorted(k for k in (config.keys() | expected.keys()) - BOOKKEEPING
+                            if config.get(k) != expected.get(k))
+            if fields:
+                shown = "; ".join(f"{k} {config.get(k)!r} vs {expected.get(k)!r}" for k in fields[:3])
+                raise InputError(
+                    f"{checkpoint.name} and {last.name} are checkpoints of different models: their config.json "
+                    f"differ ({shown}{'; ...' if len(fields) > 3 else ''}). Average the checkpoints of one model "
+                    "(a lower --last leaves the older ones out)."
+                )
+        other = checkpoint / "tokenizer.json"
+        if tokenizer.is_file() and other.is_file() and other.read_bytes() != tokenizer.read_bytes():
+            raise InputError(
+                f"{checkpoint.name} and {last.name} hold different tokenizers (tokenizer.json), whose token ids mean "
+                "other tokens: their weights cannot be averaged. Average the checkpoints of one model (a lower --last "
+                "leaves the older ones out)."
+            )
 
 
 def main(argv=None):
@@ -45,12 +88,18 @@ def main(argv=None):
         if incomplete := [c.name for c in checkpoints if c not in complete]:  # skipped, as resuming skips them
             print(f"Skipping incomplete checkpoints (the run was stopped while saving): {', '.join(incomplete)}",
                   file=sys.stderr)
+    if not complete:  # not "lower --last": there is nothing to average at all
+        raise InputError(
+            f"{args.run_dir} has no checkpoints (checkpoint-<step> folders): it is not a training run's folder. Give "
+            "the --output_dir of a run that saved checkpoints (see --save_steps and --save_total_limit)."
+        )
     if len(complete) < args.last:
         raise InputError(
             f"{args.run_dir} has {len(complete)} checkpoints, fewer than --last {args.last}: lower --last or keep "
             "more with --save_total_limit when training."
         )
     chosen = complete[-args.last :]
+    check_one_model(chosen)
     output = os.path.realpath(args.output_dir)
     if os.path.exists(output) and not os.path.isdir(output):
         parser.error(f"--output_dir {args.output_dir} is a file: give a folder for the averaged model.")
@@ -58,6 +107,12 @@ def main(argv=None):
         parser.error(
             f"--output_dir {args.output_dir} would overwrite the model of the run or of a checkpoint; give a new "
             f"folder, e.g. {os.path.join(args.run_dir, 'averaged')}."
+        )
+    if os.path.dirname(output) == os.path.realpath(run_dir) and os.path.basename(output).startswith("checkpoint-"):
+        parser.error(
+            f"--output_dir {args.output_dir} is named as a checkpoint of the run, which later averaging, resuming and "
+            f"the Trainer's checkpoint rotation would take for one: give another name, e.g. "
+            f"{os.path.join(args.run_dir, 'averaged')}."
         )
     entries = sorted(os.listdir(output)) if os.path.isdir(output) else []
     # what describes the model there (its card, scores, translations) is stale once another model is saved there

@@ -47,8 +47,9 @@ def parse_arguments(argv=None):
                         help="position encodings to store: the longest source or translation CTranslate2 accepts "
                              "(default: the config's max_position_embeddings)")
     parser.add_argument("--no_overwrite", action="store_true",
-                        help="fail if output_dir exists (by default an earlier export there is replaced; a folder "
-                             "holding anything else is never overwritten)")
+                        help="fail if output_dir holds anything, an earlier export too (a missing or empty folder "
+                             "is written to; by default an earlier export there is replaced; a folder holding "
+                             "anything else is never overwritten)")
     args = parser.parse_args(argv)
     if args.max_positions is not None and args.max_positions < 1:
         parser.error("--max_positions must be at least 1.")
@@ -59,7 +60,7 @@ def main(argv=None) -> Path:
     args = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
     from hf_vanilla_transformer.export import export_ctranslate2
-    from hf_vanilla_transformer.hub import check_model_dir, model_location
+    from hf_vanilla_transformer.hub import check_model_dir, loading_from, model_location
 
     try:
         import ctranslate2  # noqa: F401
@@ -71,13 +72,8 @@ def main(argv=None) -> Path:
     else:  # a Hub repo id: download it first
         from huggingface_hub import snapshot_download
 
-        try:
+        with loading_from(args.model):  # one sentence for not found, offline (OSErrors) or not an id (ValueError)
             model = snapshot_download(model)
-        except (OSError, ValueError) as error:  # not found, offline (OSErrors), not a valid id (ValueError)
-            raise InputError(
-                f"No model folder at {args.model}, and it cannot be downloaded as a Hub repo id ({error}). Give the "
-                "folder the model was saved to."
-            ) from error
     try:
         out_dir = export_ctranslate2(
             model,

@@ -45,7 +45,9 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
                         help="encoding dimensions to draw as curves (default: 4 5 6 7, as the Annotated Transformer)")
     parser.add_argument("--revision", default=None, help="branch, tag or commit of a Hub model")
     args = parser.parse_args(argv)
-    if not args.sentence.strip():
+    from hf_vanilla_transformer.pipeline_translation import normalize_text
+
+    if not normalize_text(args.sentence):  # as the pipeline reads it: blank, or invisible characters only
         parser.error("The sentence is empty.")
     if args.target is not None and not args.target.strip():
         parser.error("--target is empty: give a translation to draw, or leave --target out to draw the model's own.")
@@ -62,16 +64,32 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 def main(argv: list[str] | None = None) -> list[Path]:
     args, parser = parse_arguments(argv)
-    from transformers import AutoModelForSeq2SeqLM
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
     from hf_vanilla_transformer.errors import InputError, MissingFileError
     from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.tokenization import load_tokenizer
-    from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
+    from hf_vanilla_transformer.visualization import (
+        check_choices,
+        compute_attention,
+        plot_attention,
+        plot_positional_encoding,
+    )
 
     try:
         location = model_location(args.model, args.revision)
+        with loading_from(args.model):
+            config = AutoConfig.from_pretrained(location, revision=args.revision)
+    except (MissingFileError, InputError) as error:
+        parser.error(str(error))
+    try:  # against the config, before the model is loaded and translates, and before any file is written
+        layers, heads, dimensions = check_choices(
+            config, args.kinds, layers=args.layers, heads=args.heads, dimensions=args.dimensions
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    try:
         with loading_from(args.model):
             tokenizer = load_tokenizer(location, revision=args.revision)
             model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
@@ -85,13 +103,11 @@ def main(argv: list[str] | None = None) -> list[Path]:
     written = []
     try:
         for kind in args.kinds:
-            written.append(plot_attention(maps, kind, output_dir / FILES[kind], layers=args.layers, heads=args.heads))
+            written.append(plot_attention(maps, kind, output_dir / FILES[kind], layers=layers, heads=heads))
         written.append(plot_positional_encoding(
             model.config.d_model, output_dir / "positional_encoding.png",
-            max_positions=args.max_positions, dimensions=args.dimensions,
+            max_positions=args.max_positions, dimensions=dimensions,
         ))
-    except ValueError as error:
-        parser.error(str(error))
     except OSError as error:  # a folder that cannot be made or written
         parser.error(f"Cannot write the plots into {args.output_dir}: {error.strerror or error}.")
     for path in written:

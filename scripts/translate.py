@@ -65,32 +65,96 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
             parser.error(f"-o {args.output}: the folder {output.parent} does not exist; create it first.")
         if args.file != "-" and output.resolve() == Path(args.file).resolve():
             parser.error(f"-o {args.output} is the input file, which the translations would replace: give another name.")
+        if reason := unwritable(output):  # now, not after hours of translating
+            parser.error(f"-o {args.output} cannot be written ({reason}): give a file in a folder you may write to.")
     return args, parser
 
 
+def unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None: opened for appending, which leaves a file there as it is (the
+    translations replace it only once all are done), and removed again if this made it, so that a run that fails
+    leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with os.access:
+    opening a FIFO waits for its reader."""
+    if path.exists() and not path.is_file():
+        return None if os.access(path, os.W_OK) else "permission denied"
+    existed = path.exists()
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        return (error.strerror or str(error)).lower()
+    if not existed:
+        path.unlink(missing_ok=True)
+    return None
+
+
 def read_lines(file: str) -> list[str]:
-    """The lines of `file` ("-": standard input); InputError naming the line that is not UTF-8."""
+    """The lines of `file` ("-": standard input); InputError for what is not UTF-8 text (naming the line, or the
+    encoding it is in where that shows: UTF-16, UTF-32, gzip) or holds NUL bytes."""
     from hf_vanilla_transformer.data import decode_utf8_text, text_lines
     from hf_vanilla_transformer.errors import InputError
 
+    where = "Standard input" if file == "-" else file
     if file != "-":
         with open(file, "rb") as handle:
-            return text_lines(decode_utf8_text(handle.read(), file))
-    if sys.stdin is None:  # started with standard input closed (`<&-`)
+            data = handle.read()
+    elif sys.stdin is None:  # started with standard input closed (`<&-`)
         raise InputError("Standard input is closed: give the FILE to translate, or pipe the text in.")
-    try:  # bytes where there are any: text mode would also end a line at a lone "\r"
-        text = sys.stdin.buffer.read().decode("utf-8") if hasattr(sys.stdin, "buffer") else sys.stdin.read()
-        return text_lines(text.removeprefix("\ufeff"))  # a byte-order mark is no part of line 1
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "
-            "`iconv -f LATIN1 -t UTF-8 input.txt | python scripts/translate.py MODEL`."
-        ) from error
+    elif hasattr(sys.stdin, "buffer"):  # bytes where there are any: text mode would also end a line at a lone "\r"
+        data = sys.stdin.buffer.read()
+    else:
+        data = sys.stdin.read().encode("utf-8", "surrogateescape")
+    if message := other_encoding(data, file):
+        raise InputError(f"{where} {message}")
+    if file != "-":
+        text = decode_utf8_text(data, file)
+    else:
+        try:
+            text = data.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark is no part of line 1
+        except UnicodeDecodeError as error:
+            raise InputError(
+                f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "
+                "`iconv -f LATIN1 -t UTF-8 input.txt | python scripts/translate.py MODEL`."
+            ) from error
+    lines = text_lines(text)
+    if nul := next((number for number, line in enumerate(lines, 1) if "\0" in line), None):
+        # no text encoding puts NUL bytes in sentences, and the tokenizer would read one as a token of its own
+        what = "is not text" if file == "-" else "is not a text file"
+        raise InputError(f"{where} {what} (line {nul} holds NUL bytes): give UTF-8 text, one sentence a line.")
+    return lines
 
 
-SENTENCE_BREAK = re.compile(r"(?<=\w{3})[.!?…]['\"”»)]*\s+[\"“„«(]*[A-ZÀ-ÖØ-Þ]")
+def other_encoding(data: bytes, file: str) -> str | None:
+    """What to say of `data` that is plainly not UTF-8 text (from `file`, "-" for standard input), with the command
+    that converts it: UTF-32 or UTF-16 (a byte-order mark, or UTF-16 text without one: a NUL byte beside each ASCII
+    character), gzip. None for anything else."""
+    encoding = None
+    if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        encoding, bom = "UTF-32", True
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding, bom = "UTF-16", True
+    elif b"\0" in data and len(data) % 2 == 0:  # NULs beside ASCII characters, not scattered as a binary file's
+        even, odd = data[0::2], data[1::2]
+        if odd.count(0) > len(odd) // 2 and 0 not in even:
+            encoding, bom = "UTF-16LE", False
+        elif even.count(0) > len(even) // 2 and 0 not in odd:
+            encoding, bom = "UTF-16BE", False
+    if encoding is not None:
+        how = "begins with a byte-order mark" if bom else "has a NUL byte beside each ASCII character"
+        return (f"is {encoding} text (it {how}), not UTF-8: convert it first, e.g. `iconv -f {encoding} -t UTF-8 "
+                f"{'input.txt' if file == '-' else file} | python scripts/translate.py MODEL`.")
+    if data.startswith(b"\x1f\x8b"):
+        return (f"is gzip-compressed: decompress it first, e.g. `zcat {'input.gz' if file == '-' else file} | "
+                "python scripts/translate.py MODEL`.")
+    return None
+
+
+SENTENCE_BREAK = re.compile(
+    r"(?<=\w{3})[.!?…]['\"”»)]*\s+[\"“„«(]*[A-ZÀ-ÖØ-ÞА-ЯЁΑ-Ω]"  # Latin, Cyrillic, Greek: a capital after the end
+    r"|[。！？][」』）”\"]*(?=[^\s。！？」』）”\"])"  # Chinese, Japanese: more text after a full stop
+)
 """The end of a sentence (after a word of 3 letters or more: not "Dr." or "St.") and the capital letter that begins
-the next one, within a line."""
+the next one, within a line; in Chinese and Japanese, which have no capitals, a full stop with text after it."""
 
 
 def several_sentences(lines: list[str]) -> list[int]:
@@ -98,6 +162,41 @@ def several_sentences(lines: list[str]) -> list[int]:
     line and translates such a line short, leaving sentences out (the Multi30k model: "A man is sleeping. A dog runs
     in the park." -> "Ein Mann schläft im Park mit einem Hund.")."""
     return [number for number, line in enumerate(lines, 1) if SENTENCE_BREAK.search(line)]
+
+
+LONG_LINE_TOKENS = 256
+"""Source tokens beyond which a line is warned about: train_translation.py cuts its training sources to 256 tokens
+(its --max_source_length default), so a longer line is unlike any the model learned from."""
+
+
+def overlong_lines(lines: list[str], tokenizer, max_positions: int) -> tuple[list[int], int]:
+    """(numbers from 1 of the lines longer than the limit, the limit): LONG_LINE_TOKENS, or the model's
+    max_position_embeddings where that is less. A line is tokenized as the pipeline reads it, and only where it has
+    limit/2 bytes or more: fewer cannot make that many tokens."""
+    from hf_vanilla_transformer.pipeline_translation import normalize_text, reads_special_tokens_as_text
+
+    limit = min(LONG_LINE_TOKENS, max_positions or LONG_LINE_TOKENS)
+    candidates = [number for number, line in enumerate(lines, 1) if 2 * len(line.encode("utf-8")) + 2 > limit]
+    if not candidates:
+        return [], limit
+    lengths = tokenizer([normalize_text(lines[number - 1]) for number in candidates], return_length=True,
+                        split_special_tokens=reads_special_tokens_as_text(tokenizer))["length"]
+    return [number for number, length in zip(candidates, lengths) if length > limit], limit
+
+
+def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int) -> None:
+    """One warning naming the lines longer than the model can sensibly translate: they took minutes and gigabytes
+    (attention's time and memory grow with the square of the length) for a translation cut short or nonsense."""
+    numbers, limit = overlong_lines(lines, tokenizer, max_positions)
+    if not numbers:
+        return
+    shown = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+    lines_are = "1 line is" if len(numbers) == 1 else f"{len(numbers)} lines are"
+    why = ("the model's max_position_embeddings" if limit < LONG_LINE_TOKENS
+           else "the longest sources train_translation.py trains on (--max_source_length 256)")
+    print(f"translate.py: warning: {lines_are} longer than {limit} tokens ({shown}), {why}: the model translates such "
+          "a line slowly, with much memory, and often cut short or into nonsense. Split long lines into sentences, "
+          "one a line.", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -151,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
                                   tokenizer=tokenizer, device=device)
     except InputError as error:
         parser.error(str(error))
+    warn_about_long_lines(lines, tokenizer, translator.model.config.max_position_embeddings)
     if args.quantize:
         from hf_vanilla_transformer.packed_linear import quantize_int8
 

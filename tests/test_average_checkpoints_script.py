@@ -110,6 +110,19 @@ def test_an_empty_output_folder_is_used(run, tmp_path, monkeypatch, capsys):
     assert status == 0 and (tmp_path / "avg" / "model.safetensors").is_file()
 
 
+def test_whole_fsdp_checkpoints_are_averaged(run, tmp_path, monkeypatch, capsys):
+    """FSDP with whole checkpoints (accelerate launch --fsdp_state_dict_type FULL_STATE_DICT) writes
+    pytorch_model_fsdp.bin beside model.safetensors: it was refused as sharded, while the refusal to resume such a
+    checkpoint sent the user here."""
+    for step in (2, 3):
+        (run / f"checkpoint-{step}" / "pytorch_model_fsdp.bin").write_bytes(b"FSDP's own copy")
+    status, out, err = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                               capsys=capsys)
+    assert status == 0, err
+    assert "Averaged checkpoint-2, checkpoint-3 into" in out
+    assert_holds(tmp_path / "avg", mean_of(run / "checkpoint-2", run / "checkpoint-3"))
+
+
 @pytest.mark.parametrize("left", ["an empty folder", "a model without the marker"])
 def test_incomplete_checkpoints_are_skipped_as_resuming_skips_them(left, run, tmp_path, monkeypatch, capsys):
     (run / "checkpoint-4").mkdir()  # where the run was stopped while saving
@@ -152,7 +165,9 @@ def sharded(run):  # what the Trainer writes under FSDP by default: shards, no c
     for name in ("config.json", "model.safetensors"):
         (run / "checkpoint-3" / name).unlink()
     (run / "checkpoint-3" / "pytorch_model_fsdp_0").mkdir()
-    return "checkpoint-3 is a sharded FSDP checkpoint (pytorch_model_fsdp_*): averaging needs whole weights"
+    return ("checkpoint-3 is a sharded FSDP checkpoint (pytorch_model_fsdp_*): averaging needs whole weights. For "
+            "checkpoints to average, train under FSDP with whole ones: accelerate launch --fsdp_state_dict_type "
+            "FULL_STATE_DICT")
 
 
 @pytest.mark.parametrize("damage", [no_weights, empty_folder, truncated_weights(3), truncated_weights(2), no_config,
@@ -183,3 +198,51 @@ def test_an_unwritable_output_folder_is_one_message(output, run, tmp_path, monke
         f"average_checkpoints.py: error: Cannot write the averaged model to {output}: "
         f"{'Not a directory' if 'file' in str(output) else 'No such file or directory'}."
     ]
+
+
+def test_an_output_folder_named_as_a_checkpoint_of_the_run_is_refused(run, monkeypatch, capsys):
+    """RUN/checkpoint-9999 was accepted, and later runs of the script called it an incomplete checkpoint (as the
+    Trainer's rotation and resuming would take it for one)."""
+    status, _, err = average(run, "--last", "2", "--output_dir", run / "checkpoint-9999", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert "is named as a checkpoint of the run" in err and str(run / "averaged") in err
+    assert not (run / "checkpoint-9999").exists()
+
+
+@pytest.mark.parametrize("change", ["activation_function", "tokenizer"])
+def test_checkpoints_of_different_models_are_not_averaged(change, run, tmp_path, monkeypatch, capsys):
+    """Weights of the same names and shapes, but relu in one checkpoint and gelu in the other (or another
+    tokenizer), were averaged without a word, into a model with the last one's config: nonsense. What only records
+    how a checkpoint was saved (transformers_version, dtype, ...) may differ."""
+    config_file = run / "checkpoint-2" / "config.json"
+    config = json.loads(config_file.read_text())
+    config["transformers_version"] = "0.0.1"  # bookkeeping: no reason to refuse
+    config_file.write_text(json.dumps(config))
+    assert average(run, "--last", "2", "--output_dir", tmp_path / "same", monkeypatch=monkeypatch,
+                   capsys=capsys)[0] == 0
+    if change == "activation_function":
+        config["activation_function"] = "gelu"
+        config_file.write_text(json.dumps(config))
+        expected = ("checkpoint-2 and checkpoint-3 are checkpoints of different models: their config.json differ "
+                    "(activation_function 'gelu' vs 'relu').")
+    else:
+        tokenizer = json.loads((run / "checkpoint-2" / "tokenizer.json").read_text())
+        tokenizer["model"]["vocab"] = dict(reversed(tokenizer["model"]["vocab"].items()))
+        (run / "checkpoint-2" / "tokenizer.json").write_text(json.dumps(tokenizer))
+        expected = "checkpoint-2 and checkpoint-3 hold different tokenizers (tokenizer.json)"
+    status, _, err = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1 and expected in err
+    assert not (tmp_path / "avg").exists()
+    assert average(run, "--last", "1", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                   capsys=capsys)[0] == 0  # as the message advises
+
+
+def test_a_folder_without_checkpoints_is_not_a_run(tmp_path, monkeypatch, capsys):
+    """Not "has 0 checkpoints, fewer than --last 5: lower --last": no --last helps there."""
+    (tmp_path / "run").mkdir()
+    status, _, err = average(tmp_path / "run", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 2 and "lower --last" not in err
+    assert f"{tmp_path / 'run'} has no checkpoints (checkpoint-<step> folders): it is not a training run's" in err

@@ -348,7 +348,7 @@ def run_of_two_models(tmp_path):
 
 
 @pytest.mark.parametrize("name, make_args, expected", [
-    ("average_checkpoints", lambda d, t: [t, "--output_dir", t / "avg"], "0 checkpoints, fewer than --last 5"),
+    ("average_checkpoints", lambda d, t: [t, "--output_dir", t / "avg"], "has no checkpoints (checkpoint-<step> folders)"),
     ("average_checkpoints", lambda d, t: [t / "missing", "--output_dir", t / "avg"], "No run folder at"),
     ("average_checkpoints", lambda d, t: [t, "--last", "0", "--output_dir", t / "avg"], "--last must be at least 1"),
     ("average_checkpoints", lambda d, t: [run(t), "--last", "2", "--output_dir", run(t)], "would overwrite the model"),
@@ -365,7 +365,7 @@ def run_of_two_models(tmp_path):
     ("plot_attention", lambda d, t: ["no-such-user/no-such-run", "zwei"], "there is no such folder here, and as a Hub"),
     ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
-    ("export_ctranslate2", lambda d, t: ["no-such-user/missing", t / "out"], "No model folder at no-such-user/missing"),
+    ("export_ctranslate2", lambda d, t: ["no-such-user/missing", t / "out"], "Cannot load a model from no-such-user/missing: there is no such folder here"),
     ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
     ("benchmark", lambda d, t: ["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
     ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),

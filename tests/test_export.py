@@ -145,6 +145,27 @@ def test_default_options_follow_the_generation_config(exported, sources):
     assert CTranslate2Translator(out_dir).translate(input_ids[:4], attention_mask[:4]) == ours
 
 
+def left_padded(input_ids, attention_mask):
+    """The same batch padded on the left, as a tokenizer with `padding_side="left"` pads it."""
+    lengths = attention_mask.sum(1).tolist()
+    return (torch.stack([row.roll(row.numel() - n) for row, n in zip(input_ids, lengths)]),
+            torch.stack([row.roll(row.numel() - n) for row, n in zip(attention_mask, lengths)]))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_left_or_right_padding_translates_as_generate_does(exported, sources, side):
+    """Each source is the tokens the attention mask keeps: a left-padded batch was translated from its pad tokens,
+    with the sentence's end cut off ("zwei" -> "sixty-five thousand, ...")."""
+    model, out_dir = exported
+    input_ids, attention_mask = sources if side == "right" else left_padded(*sources)
+    assert side == "right" or attention_mask[:, 0].eq(0).any()  # the left-padded batch starts with padding
+    options = dict(num_beams=4, length_penalty=0.6, max_new_tokens=20)
+    ours = [up_to_eos(row) for row in model.generate(input_ids, attention_mask=attention_mask, **options).tolist()]
+    right = [up_to_eos(row) for row in model.generate(sources[0], attention_mask=sources[1], **options).tolist()]
+    assert ours == right  # the model reads both paddings alike
+    assert CTranslate2Translator(out_dir).translate(input_ids, attention_mask, **options) == ours
+
+
 def test_position_table_is_the_papers_interleaved_encoding():
     """CTranslate2's built-in encodings are laid out sines first, cosines second: ours are stored explicitly."""
     model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
@@ -225,3 +246,40 @@ def test_only_an_earlier_export_is_ever_replaced(tmp_path):
         export_script().main([str(tmp_path / "runs" / "model"), str(tmp_path / "runs")])
     with pytest.raises(InputError, match="exists and --no_overwrite is given"):
         export_script().main([str(tmp_path / "runs" / "model"), str(tmp_path / "ct2"), "--no_overwrite"])
+
+
+def test_no_overwrite_help_says_what_it_does(tmp_path, capsys):
+    """--no_overwrite said "fail if output_dir exists" but wrote into an existing empty folder: the help now says
+    that a missing or empty folder is written to, and anything in it is refused."""
+    from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=260)
+    config = tiny_config(vocab_size=len(tokenizer), **special_token_ids(tokenizer))
+    VanillaTransformerForConditionalGeneration(config).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    with pytest.raises(SystemExit):
+        export_script().parse_arguments(["--help"])
+    assert "fail if output_dir holds anything" in " ".join(capsys.readouterr().out.split())
+    (tmp_path / "empty").mkdir()
+    export_script().main([str(tmp_path / "model"), str(tmp_path / "empty"), "--no_overwrite"])
+    assert (tmp_path / "empty" / "model.bin").is_file()
+
+
+def test_an_unreachable_hub_id_is_one_sentence(tmp_path, monkeypatch):
+    """huggingface_hub's error for an id it cannot fetch spans lines ("Got: ConnectError ...\\nAn error happened
+    ..."): the script says it in one line, as translate.py does."""
+    import huggingface_hub
+
+    from hf_vanilla_transformer import hub
+    from hf_vanilla_transformer.errors import InputError
+
+    def offline(repo_id, **kwargs):
+        raise OSError("Got: ConnectError: [Errno -2] Name or service not known\nAn error happened while trying to "
+                      "locate the files on the Hub.")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    monkeypatch.setattr(hub, "hub_unreachable", lambda: False)  # no switch to HF_HUB_OFFLINE for later tests
+    with pytest.raises(InputError) as error:
+        export_script().main(["someone/no-such-model", str(tmp_path / "ct2")])
+    assert "\n" not in str(error.value) and "someone/no-such-model" in str(error.value)
+    assert not (tmp_path / "ct2").exists()

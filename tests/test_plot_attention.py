@@ -128,3 +128,82 @@ def test_a_long_sentence_makes_a_picture_of_bounded_size(model_and_tokenizer, tm
     assert "labelled" in figure.axes[0].get_ylabel()
     short = attention_figure(compute_attention(*model_and_tokenizer, SENTENCE), "encoder")
     assert "labelled" not in short.axes[0].get_ylabel()  # every token of a short sentence keeps its label
+
+
+def test_text_is_read_as_the_pipeline_reads_it(model_dir, model_and_tokenizer):
+    """The raw sentence was tokenized: runs of spaces, a decomposed umlaut (as macOS types it) and a typed "</s>"
+    gave other tokens, junk labels ("zw o Ì Ī lf") and another translation than translate.py's. Now the plotted
+    translation is the pipeline's, token for token."""
+    from transformers import pipeline
+
+    from hf_vanilla_transformer.pipeline_translation import TASK
+    from hf_vanilla_transformer.visualization import token_labels
+
+    model, tokenizer = model_and_tokenizer
+    translator = pipeline(TASK, model=str(model_dir))
+    for sentence in ["  Ein   Hund\tla\u0308uft. ", "Ein Hund </s> läuft."]:
+        maps = compute_attention(model, tokenizer, sentence)
+        if "</s>" in sentence:
+            assert maps.source_tokens.count("</s>") == 1 and maps.source_tokens[-1] == "</s>"
+            assert "".join(maps.source_tokens[:-1]).replace("␣", "") == "EinHund</s>läuft."
+        else:
+            assert maps.source_tokens == compute_attention(model, tokenizer, "Ein Hund läuft.").source_tokens
+        ids = translator(sentence, return_tensors=True)[0]["translation_token_ids"].tolist()
+        special = {model.config.decoder_start_token_id, model.config.pad_token_id, model.config.eos_token_id}
+        assert maps.target_tokens[1:] == token_labels(tokenizer, [i for i in ids if i not in special])
+    given = compute_attention(model, tokenizer, "Ein Hund.", target="  A   dog </s> runs. ")
+    assert given.target_tokens[1:] == token_labels(
+        tokenizer, tokenizer(text_target="A dog </s> runs.", split_special_tokens=True)["input_ids"][:-1])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--dimensions", "4", "500"], "Dimensions [500] are outside 0..31."),
+        (["--layers", "3"], "Choose layers from 1 to 2 (numbered from 1); got [3]."),
+        (["--heads", "1", "5"], "Choose heads from 1 to 4 (numbered from 1); got [1, 5]."),
+    ],
+)
+def test_choices_are_checked_before_the_model_loads_and_nothing_is_written(model_dir, tmp_path, monkeypatch,
+                                                                            capsys, args, message):
+    """A bad --dimensions was found after the model loaded, translated and 3 of the 4 PNGs were written, with
+    "source:/target:" printed before the error; a bad --layers or --heads after the beam search."""
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_loading)
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("plot_attention").main([str(model_dir), SENTENCE, "-o", str(tmp_path / "plots"), *args])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == "" and err.endswith(f": error: {message}\n")
+    assert not (tmp_path / "plots").exists()
+
+
+def test_a_layer_head_or_dimension_given_twice_is_drawn_once(maps):
+    from hf_vanilla_transformer.visualization import attention_figure, check_choices, positional_encoding_figure
+
+    heatmaps = [ax for ax in attention_figure(maps, "cross", layers=[1, 1], heads=[2, 2]).axes if ax.get_title()]
+    assert [ax.get_title() for ax in heatmaps] == ["layer 1/2, head 2/4"]
+    figure = positional_encoding_figure(32, dimensions=[4, 4, 5])
+    curves = next(ax for ax in figure.axes if ax.get_title().startswith("Encoding of chosen dimensions"))
+    assert [line.get_label() for line in curves.get_lines()] == ["dim 4", "dim 5"]
+    from hf_vanilla_transformer import VanillaTransformerConfig
+
+    small = VanillaTransformerConfig(d_model=32, encoder_layers=3, decoder_layers=2, encoder_attention_heads=4,
+                                     decoder_attention_heads=4)
+    assert check_choices(small, ["encoder"], layers=[3, 1, 3], dimensions=[5, 5]) == ([3, 1], None, [5])
+    with pytest.raises(ValueError, match=r"from 1 to 2 \(numbered from 1; the decoder has 2\); got \[3\]"):
+        check_choices(small, ["encoder", "cross"], layers=[3])
+
+
+def test_each_axis_is_thinned_by_its_own_length(model_and_tokenizer):
+    """With an 84-token source and a 19-token target, the target axis also showed 1 token in 2: each axis now
+    keeps every label that fits it."""
+    from hf_vanilla_transformer.visualization import attention_figure
+
+    maps = compute_attention(*model_and_tokenizer, " ".join([SENTENCE] * 40), target=SENTENCE)
+    figure = attention_figure(maps, "cross")
+    targets = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    sources = [label.get_text() for label in figure.axes[-2].get_xticklabels()]
+    assert targets == maps.target_tokens and "labelled" not in figure.axes[0].get_ylabel()
+    assert 0 < len(sources) < len(maps.source_tokens) / 2 and "labelled" in figure.axes[-2].get_xlabel()

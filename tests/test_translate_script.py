@@ -148,6 +148,12 @@ def test_lines_of_several_sentences_are_warned_about(script, model_dir, tmp_path
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same
 
 
+def test_several_sentences_are_found_in_other_scripts_too(script):
+    lines = ["Собака бежит. Кошка спит.", "Ο σκύλος τρέχει. Η γάτα κοιμάται.", "狗在跑。猫在睡觉。", "犬が走る。猫が寝る。",
+             "Собака бежит.", "我爱你。", "「你好！」", "Ein Hund läuft."]
+    assert script.several_sentences(lines) == [1, 2, 3, 4]
+
+
 def test_nothing_to_translate_is_no_translations_as_a_filter_gives(script, model_dir, tmp_path, capsys):
     """An empty file, or blank lines only: as many blank lines out (none for an empty file), status 0 and a note on
     standard error, as `sort` or `sed` take an empty input (it was an error with status 2)."""
@@ -249,3 +255,95 @@ def test_command_line(model_dir, expected):
     help_text = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), "--help"], env=env,
                                capture_output=True, text=True, timeout=120).stdout
     assert "MODEL" in help_text and "standard input" in help_text and "--batch_size" in help_text
+
+
+def read_only_folder(tmp_path):
+    """A file in a folder no one may write to: /sys refuses new files to root too; a chmod-ed folder to others."""
+    if os.geteuid() != 0:
+        (tmp_path / "locked").mkdir(mode=0o500)
+        return tmp_path / "locked" / "out.txt"
+    if not os.path.isdir("/sys") or os.access("/sys", os.W_OK) and not os.path.isdir("/sys/kernel"):
+        pytest.skip("as root, only sysfs refuses to make a file")
+    return Path("/sys/out.txt")
+
+
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_model_loads(script, model_dir, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """-o in a folder one may not write to was found out only after translating everything (hours for a big
+    file), when the translations were to be written."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    output = read_only_folder(tmp_path)
+    (tmp_path / "in.txt").write_text("Ein Satz.\n")
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_loading)
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(model_dir), str(tmp_path / "in.txt"), "-q", "-o", str(output)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(f": error: -o {output} cannot be written (permission denied): give a file "
+                                            "in a folder you may write to.\n")
+
+
+def test_checking_the_output_file_leaves_it_as_it_was(script, model_dir, tmp_path, capsys):
+    """The check opens -o for appending: an existing file keeps its text until the translations replace it, and a
+    new one is not left behind, empty, by a run that fails."""
+    (tmp_path / "nul.txt").write_bytes(b"Ein Satz.\x00\n")
+    (tmp_path / "old.txt").write_text("earlier translations\n")
+    for output in (tmp_path / "old.txt", tmp_path / "new.txt"):
+        with pytest.raises(SystemExit):
+            script.main([str(model_dir), str(tmp_path / "nul.txt"), "-q", "-o", str(output)])
+    assert (tmp_path / "old.txt").read_text() == "earlier translations\n" and not (tmp_path / "new.txt").exists()
+    assert "nul.txt is not a text file (line 1 holds NUL bytes)" in capsys.readouterr().err
+
+
+def byte_stdin(data: bytes):
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+
+
+@pytest.mark.parametrize("where", ["file", "stdin"])
+@pytest.mark.parametrize(
+    "encoding, named",
+    [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16BE"), ("utf-16-le", "UTF-16LE"), ("utf-32", "UTF-32")],
+)
+def test_utf16_input_is_named_with_the_command_that_converts_it(script, model_dir, tmp_path, monkeypatch, capsys,
+                                                                 where, encoding, named):
+    """What Windows Notepad saves as "Unicode" (UTF-16 with a byte-order mark, FF FE) was "not a text file (line 1
+    holds NUL bytes)" in a file, and on standard input "not valid UTF-8 ... `iconv -f LATIN1`", advice that turned
+    it into junk."""
+    data = (("\ufeff" if encoding == "utf-32" else "") + "Ein Hund läuft.\r\nZwei Kinder.\r\n").encode(encoding)
+    (tmp_path / "in.txt").write_bytes(data)
+    monkeypatch.setattr(sys, "stdin", byte_stdin(data))
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(model_dir), *([str(tmp_path / "in.txt")] if where == "file" else []), "-q"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1
+    source = tmp_path / "in.txt" if where == "file" else "input.txt"
+    assert f" is {named} text (it " in err
+    assert f"not UTF-8: convert it first, e.g. `iconv -f {named} -t UTF-8 {source} | python scripts/translate.py " \
+           "MODEL`." in err
+
+
+def test_a_nul_byte_on_standard_input_is_refused_as_in_a_file(script, model_dir, monkeypatch, capsys):
+    """`printf 'zwei\\x00drei'` on standard input was translated ("sixty-two"), where a file was refused."""
+    monkeypatch.setattr(sys, "stdin", byte_stdin(b"Ein Hund.\nZwei\x00Kinder.\n"))
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(model_dir), "-q"])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == "" and err.endswith(
+        ": error: Standard input is not text (line 2 holds NUL bytes): give UTF-8 text, one sentence a line.\n")
+
+
+def test_lines_too_long_for_the_model_are_warned_about(script, model_dir, tmp_path, capsys):
+    """Lines of thousands of tokens took minutes and gigabytes and came out as nonsense, without a word: one
+    warning names them. The tiny model's max_position_embeddings (128) is below the 256 tokens trained on."""
+    lines = [SOURCES[0], " ".join(["zwei Kinder spielen"] * 40), SOURCES[2], " ".join(["ein Hund läuft"] * 50)]
+    (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
+    script.main([str(model_dir), str(tmp_path / "in.txt"), "-q", "-o", str(tmp_path / "out.txt")])
+    assert capsys.readouterr().err == (
+        "translate.py: warning: 2 lines are longer than 128 tokens (2, 4), the model's max_position_embeddings: the "
+        "model translates such a line slowly, with much memory, and often cut short or into nonsense. Split long "
+        "lines into sentences, one a line.\n")
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same

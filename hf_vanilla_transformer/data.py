@@ -825,6 +825,7 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
 # "zweitausend", "eine Million") are as well covered as the 5-digit ones that dominate a uniform draw.
 NUMBER_MAGNITUDES = ("digits_1_2", "digits_3", "digits_4", "digits_5", "digits_6", "round")
 _HELD_OUT_SHARE = 10  # validation and test each take at most 1/10 of a magnitude's numbers; training keeps the rest
+CAPITALIZED_EVERY = 4  # every 4th source of each split starts with a capital, as at the start of a sentence ("Zwei")
 
 
 def number_magnitude(number: int) -> str:
@@ -848,11 +849,13 @@ def _magnitude_pools() -> dict[str, np.ndarray]:
 
 
 def _trained_last(numbers: np.ndarray) -> np.ndarray:
-    """`numbers` with the single-digit round ones (100, ..., 900, 1000, ..., a million) moved to the end, where
-    training takes its numbers: each is the only pair with its words standing alone ("eine Million", "tausend")."""
+    """`numbers` with those whose words are the language's building blocks moved to the end, where training takes
+    its numbers: 0 to 20 and the tens ("fünf", "elf", "zwanzig"), and the single-digit round ones (100, ..., 900,
+    1000, ..., a million: "hundert", "eine Million"). Each is the only pair with its word standing alone, which no
+    other number teaches; held out, "fünf" came out as "fifteen"."""
     single_digit = numbers % 10 ** np.floor(np.log10(np.maximum(numbers, 1))).astype(np.int64) == 0
-    single_digit &= numbers >= 100
-    return np.concatenate([numbers[~single_digit], numbers[single_digit]])
+    words = (single_digit & (numbers >= 100)) | (numbers <= 20) | ((numbers < 100) & (numbers % 10 == 0))
+    return np.concatenate([numbers[~words], numbers[words]])
 
 
 def _even_shares(total: int, capacities: list[int]) -> list[int]:
@@ -883,8 +886,10 @@ def number_words_corpus(
     Numbers from 0 to a million, the same number of training pairs for each of `NUMBER_MAGNITUDES` (a magnitude with
     fewer training numbers than that, such as the 80 or so numbers below 100, repeats them). Validation and test
     hold numbers that training does not, spread as evenly over the magnitudes as their sizes allow; they come first
-    in each magnitude's seeded permutation, so they stay the same when only `train_size` changes. Each split has a
-    `magnitude` column beside `translation`.
+    in each magnitude's seeded permutation, so they stay the same when only `train_size` changes; the words that
+    stand alone (0 to 20, the tens, hundert, tausend, eine Million) are always trained on. Every 4th German source
+    of each split is capitalized ("Zweiundvierzig"), as a sentence starts: a person tries "Zwei" as often as "zwei".
+    Each split has a `magnitude` column beside `translation`.
     """
     pools = _magnitude_pools()
     capacities = [len(pool) // _HELD_OUT_SHARE for pool in pools.values()]
@@ -909,6 +914,8 @@ def _number_words_dataset(numbers: list[int]) -> Dataset:
     from num2words import num2words
 
     german = [_short_form(num2words(n, lang="de"), n) for n in numbers]
+    german = [words[0].upper() + words[1:] if row % CAPITALIZED_EVERY == 0 else words
+              for row, words in enumerate(german, 1)]
     english = [num2words(n, lang="en") for n in numbers]
     dataset = _translation_dataset(german, english, "de", "en")
     return dataset.add_column("magnitude", [number_magnitude(n) for n in numbers])

@@ -618,6 +618,12 @@ README_EXAMPLES = {
     "einhundertfünf": "one hundred and five",
     "zweitausend": "two thousand",
     "dreihundertzweiundvierzig": "three hundred and forty-two",
+    # the first words a person tries, which the README says come out right
+    "null": "zero",
+    "fünf": "five",
+    "zwölf": "twelve",
+    "Zweiundvierzig": "forty-two",
+    "Hundert": "one hundred",
 }
 
 

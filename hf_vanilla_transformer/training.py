@@ -1182,14 +1182,18 @@ def print_exact_match(metrics: dict) -> None:
 
 
 def data_source_description(data_args: DataArguments) -> str | None:
-    """How the model card names, in words, data that did not come from the Hub (None for a Hub dataset)."""
+    """How the model card names, in words, data that did not come from the Hub (None for a Hub dataset): local
+    files and folders by their names alone, since the card is published with the model and a full path shows the
+    user's folders (/home/alice/...)."""
     if data_args.builtin_dataset:
         return f"the built-in `{data_args.builtin_dataset}` corpus (number words generated with num2words)"
     if data_args.train_prefix:
-        prefix, languages = data_args.train_prefix, (data_args.source_lang, data_args.target_lang)
+        prefix, languages = Path(data_args.train_prefix).name, (data_args.source_lang, data_args.target_lang)
         return "local files " + " and ".join(f"`{prefix}.{lang}`" for lang in languages)
     if data_args.train_file:
-        return f"the local file `{data_args.train_file}`"
+        return f"the local file `{Path(data_args.train_file).name}`"
+    if data_args.dataset_name and os.path.exists(data_args.dataset_name):
+        return f"the local `datasets` folder `{Path(data_args.dataset_name).resolve().name}`"
     return None
 
 

@@ -337,7 +337,15 @@ def test_the_training_script_describes_its_data(tmp_path):
     assert "built-in `number_words` corpus" in data_source_description(builtin)
     _, prefix, _ = parse_arguments(["--output_dir", str(tmp_path), "--train_prefix", "data/train", "--source_lang",
                                     "de", "--target_lang", "en"])
-    assert data_source_description(prefix) == "local files `data/train.de` and `data/train.en`"
+    assert data_source_description(prefix) == "local files `train.de` and `train.en`"
+    # the card is published: a local path by its name alone, not the user's folders
+    _, absolute, _ = parse_arguments(["--output_dir", str(tmp_path), "--train_file", "/home/alice/corpus/train.jsonl",
+                                      "--source_lang", "de", "--target_lang", "en"])
+    assert data_source_description(absolute) == "the local file `train.jsonl`"
+    (tmp_path / "saved").mkdir()
+    _, folder, _ = parse_arguments(["--output_dir", str(tmp_path), "--dataset_name", str(tmp_path / "saved"),
+                                    "--source_lang", "de", "--target_lang", "en"])
+    assert data_source_description(folder) == "the local `datasets` folder `saved`"
     _, hub, _ = parse_arguments(["--output_dir", str(tmp_path), "--dataset_name", "wmt/wmt14", "--source_lang", "de",
                                  "--target_lang", "en"])
     assert data_source_description(hub) is None

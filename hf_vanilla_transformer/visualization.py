@@ -195,7 +195,8 @@ def positional_encoding_figure(
     curves.set_xlabel("position")
     curves.set_ylabel("value")
     curves.set_title("Encoding of chosen dimensions by position")
-    curves.legend(loc="upper right")
+    # in a row under the curves, not over them
+    figure.legend(*curves.get_legend_handles_labels(), loc="outside lower center", ncols=min(len(dimensions), 8))
     curves.set_xlim(0, max_positions - 1)
     return figure
 

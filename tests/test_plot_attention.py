@@ -187,6 +187,9 @@ def test_a_layer_head_or_dimension_given_twice_is_drawn_once(maps):
     figure = positional_encoding_figure(32, dimensions=[4, 4, 5])
     curves = next(ax for ax in figure.axes if ax.get_title().startswith("Encoding of chosen dimensions"))
     assert [line.get_label() for line in curves.get_lines()] == ["dim 4", "dim 5"]
+    # the legend in a row under the curves (inside the axes it hid the peaks of the curves)
+    assert curves.get_legend() is None and [text.get_text() for text in figure.legends[0].get_texts()] == [
+        "dim 4", "dim 5"]
     from hf_vanilla_transformer import VanillaTransformerConfig
 
     small = VanillaTransformerConfig(d_model=32, encoder_layers=3, decoder_layers=2, encoder_attention_heads=4,

@@ -95,17 +95,22 @@ def compute_attention(model, tokenizer, sentence: str, target: str | None = None
 
 
 def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
-    """Readable labels for token ids: each token decoded on its own (byte-level pieces become text), stripped; a
-    token holding part of a character's bytes (an emoji's, a Chinese character's), which decodes to U+FFFD and draws
-    as an empty box, keeps its byte-level form."""
+    """Readable labels for token ids: each token decoded on its own (byte-level pieces become text), stripped, and a
+    piece that goes on the word before it (no space in front: "meadow" as "me", "##ad", "##ow") marked with "##", as
+    BERT's tokenizers write them; a token holding part of a character's bytes (an emoji's, a Chinese character's),
+    which decodes to U+FFFD and draws as an empty box, keeps its byte-level form."""
     special = set(tokenizer.all_special_ids)
-    labels = []
+    labels, after_word = [], False
     for token_id in ids:
-        text = tokenizer.decode([token_id]).strip()
+        decoded = tokenizer.decode([token_id])
+        text = decoded.strip()
         if token_id in special or "\ufffd" in text:
             labels.append(tokenizer.convert_ids_to_tokens(token_id))
-        else:
-            labels.append(text or "␣")
+            after_word = False
+            continue
+        continues = after_word and text[:1].isalnum() and not decoded[:1].isspace()
+        labels.append(f"##{text}" if continues else text or "␣")
+        after_word = bool(text) and text[-1:].isalnum()
     return labels
 
 

@@ -43,7 +43,7 @@ def test_attention_maps(maps, model_and_tokenizer):
 
 def test_attention_maps_of_a_given_target(model_and_tokenizer):
     maps = compute_attention(*model_and_tokenizer, SENTENCE, target="A dog runs.")
-    assert "".join(maps.target_tokens[1:]).replace("␣", "") == "Adogruns."
+    assert "".join(maps.target_tokens[1:]).replace("␣", "").replace("##", "") == "Adogruns."
     with pytest.raises(ValueError, match="empty"):
         compute_attention(*model_and_tokenizer, "  ")
 
@@ -56,7 +56,18 @@ def test_pieces_of_a_character_are_labelled_by_their_bytes(model_and_tokenizer):
     _, tokenizer = model_and_tokenizer
     ids = tokenizer("Hund 🐶 中文", add_special_tokens=False)["input_ids"]
     labels = token_labels(tokenizer, ids)
-    assert "".join(labels).startswith("Hund") and not any("\ufffd" in label for label in labels)
+    assert "".join(labels).replace("##", "").startswith("Hund") and not any("\ufffd" in label for label in labels)
+
+
+def test_pieces_that_go_on_a_word_are_marked(model_and_tokenizer):
+    """Byte-level BPE marks a word's start by a space; stripped, "the meadow" read as "the me ad ow"."""
+    from hf_vanilla_transformer.visualization import token_labels
+
+    _, tokenizer = model_and_tokenizer
+    for text in ("Ein Hundehalter läuft.", "dreihundertzweiundvierzig"):
+        labels = token_labels(tokenizer, tokenizer(text, add_special_tokens=False)["input_ids"])
+        words = " ".join(label for label in labels if label != "␣").replace(" ##", "").split()
+        assert [word for word in words if word != "."] == text.rstrip(".").split(), labels
 
 
 def test_plot_attention_grid(maps, tmp_path):
@@ -145,7 +156,7 @@ def test_text_is_read_as_the_pipeline_reads_it(model_dir, model_and_tokenizer):
         maps = compute_attention(model, tokenizer, sentence)
         if "</s>" in sentence:
             assert maps.source_tokens.count("</s>") == 1 and maps.source_tokens[-1] == "</s>"
-            assert "".join(maps.source_tokens[:-1]).replace("␣", "") == "EinHund</s>läuft."
+            assert "".join(maps.source_tokens[:-1]).replace("␣", "").replace("##", "") == "EinHund</s>läuft."
         else:
             assert maps.source_tokens == compute_attention(model, tokenizer, "Ein Hund läuft.").source_tokens
         ids = translator(sentence, return_tensors=True)[0]["translation_token_ids"].tolist()

@@ -33,8 +33,10 @@ def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) 
         raise ValueError(f"sacrebleu has no BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}.")
     language = (target_lang or "").lower().replace("_", "-").split("-")[0]
     language = _ISO_639_2.get(language, language)
+    chosen = tokenize or sacrebleu.BLEU._TOKENIZER_MAP.get(language, sacrebleu.BLEU.TOKENIZER_DEFAULT)
     try:
-        return sacrebleu.BLEU(tokenize=tokenize, trg_lang=language).tokenizer.signature()
+        sacrebleu.BLEU(tokenize=chosen)  # the name, not its signature ("ja-mecab-0.996-IPA"), is what BLEU takes
+        return chosen
     except (ImportError, RuntimeError) as error:  # MeCab's or sentencepiece's package is not installed
         reason = " ".join(str(error).split())
         if tokenize is not None:

@@ -70,6 +70,33 @@ def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
         bleu_tokenizer("de", "spaces")
 
 
+def test_the_bleu_tokenizer_chosen_is_a_name_bleu_takes(monkeypatch):
+    """With MeCab installed, sacrebleu's Japanese tokenizer signs as "ja-mecab-0.996-IPA": that was returned, and
+    the first evaluation failed on it (KeyError), after the whole training. A stand-in MeCab here."""
+    import types
+
+    class Tagger:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def version(self):
+            return "0.996"
+
+        def dictionary_info(self):
+            return types.SimpleNamespace(size=392126, next=None)
+
+        def parse(self, text):
+            return " ".join(text)
+
+    from sacrebleu.tokenizers import tokenizer_ja_mecab
+
+    monkeypatch.setattr(tokenizer_ja_mecab, "MeCab", types.SimpleNamespace(Tagger=Tagger), raising=False)
+    monkeypatch.setattr(tokenizer_ja_mecab, "ipadic", types.SimpleNamespace(MECAB_ARGS=""), raising=False)
+    for chosen in (bleu_tokenizer("ja"), bleu_tokenizer("de", "ja-mecab")):
+        assert chosen == "ja-mecab"
+        assert compute_translation_metrics(["猫が好き"], ["猫が好き"], bleu_tokenize=chosen)["chrf"] == 100
+
+
 def test_multiple_references_per_prediction():
     references = [[reference, hypothesis] for reference, hypothesis in zip(REFERENCES, HYPOTHESES)]
     assert compute_translation_metrics(HYPOTHESES, references)["bleu"] == pytest.approx(100.0)

@@ -102,13 +102,15 @@ def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
     special = set(tokenizer.all_special_ids)
     labels, after_word = [], False
     for token_id in ids:
-        decoded = tokenizer.decode([token_id])
+        decoded, piece = tokenizer.decode([token_id]), tokenizer.convert_ids_to_tokens(token_id)
         text = decoded.strip()
         if token_id in special or "\ufffd" in text:
-            labels.append(tokenizer.convert_ids_to_tokens(token_id))
+            labels.append(piece)
             after_word = False
             continue
-        continues = after_word and text[:1].isalnum() and not decoded[:1].isspace()
+        # a word starts with a space: byte-level BPE's "Ġ", SentencePiece's "▁" (which a lone token decodes without)
+        starts_word = decoded[:1].isspace() or piece[:1] in ("Ġ", "▁")
+        continues = after_word and not starts_word and text[:1].isalnum()
         labels.append(f"##{text}" if continues else text or "␣")
         after_word = bool(text) and text[-1:].isalnum()
     return labels

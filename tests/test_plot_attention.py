@@ -69,6 +69,18 @@ def test_pieces_that_go_on_a_word_are_marked(model_and_tokenizer):
         words = " ".join(label for label in labels if label != "␣").replace(" ##", "").split()
         assert [word for word in words if word != "."] == text.rstrip(".").split(), labels
 
+    # SentencePiece (converted Marian models, T5): a lone "▁cat" decodes without its space, yet starts a word
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    metaspace = Tokenizer(models.BPE(unk_token="<unk>"))
+    metaspace.pre_tokenizer, metaspace.decoder = pre_tokenizers.Metaspace(), decoders.Metaspace()
+    metaspace.train_from_iterator(["the cat sat on the mat", "a meadow is green"] * 20, trainers.BpeTrainer(
+        vocab_size=40, special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False))
+    sentencepiece = PreTrainedTokenizerFast(tokenizer_object=metaspace, pad_token="<pad>", eos_token="</s>")
+    ids = sentencepiece("the cat sat on the meadow", add_special_tokens=False)["input_ids"]
+    assert " ".join(token_labels(sentencepiece, ids)).replace(" ##", "") == "the cat sat on the meadow"
+
 
 def test_plot_attention_grid(maps, tmp_path):
     everything = matplotlib.image.imread(plot_attention(maps, "cross", tmp_path / "all.png"))

@@ -113,12 +113,17 @@ def check_special_tokens(tokenizer, needed: Iterable[str], name: str | Path | No
     what = ", nor ".join(f"{token.removesuffix('_token')} token ({token}_id), {SPECIAL_TOKEN_ROLES[token][1]}"
                          for token in missing)
     added = ", ".join(f'"{token}": "{SPECIAL_TOKEN_ROLES[token][0]}"' for token in missing)
-    folder = "FOLDER" if name is None else Path(name).parent if Path(name).is_file() else name
+    if name is not None and Path(name).is_file() and Path(name).name != "tokenizer.json":  # a bare tokenizers file
+        folder = Path(name).with_suffix("")
+        load = f'PreTrainedTokenizerFast(tokenizer_file="{name}")'
+    else:
+        folder = "FOLDER" if name is None else Path(name).parent if Path(name).is_file() else name
+        load = f'AutoTokenizer.from_pretrained("{folder}")'
     raise InputError(
         f"The tokenizer{f' {name}' if name is not None else ''} has no {what}. Add "
-        f"{'it' if len(missing) == 1 else 'them'} and save the tokenizer again, e.g. `tok = AutoTokenizer."
-        f'from_pretrained("{folder}"); tok.add_special_tokens({{{added}}}); tok.save_pretrained("{folder}")` '
-        f"(a token its vocabulary lacks is added to it).{' ' + remedy if remedy else ''}"
+        f"{'it' if len(missing) == 1 else 'them'} and save the tokenizer, e.g. `tok = {load}; "
+        f'tok.add_special_tokens({{{added}}}); tok.save_pretrained("{folder}")` (a token its vocabulary lacks is '
+        f"added to it), and give that folder.{' ' + remedy if remedy else ''}"
     )
 
 
@@ -168,11 +173,16 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
         if path.name == "tokenizer.json":
             return load_tokenizer(path.parent, remedy=remedy, **kwargs)
         try:
-            return PreTrainedTokenizerFast(tokenizer_file=str(path))
+            tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(path))
         except Exception as error:  # tokenizers' own exception types: not JSON, or not a tokenizer's
             raise InputError(f"{path} is a file that is not a tokenizer ({str(error).strip() or type(error).__name__}):"
                              " give the folder that holds the tokenizer (tokenizer.json, tokenizer_config.json), "
                              "or a Hub id.") from error
+        # a bare tokenizers file names no special tokens: this package's, where its vocabulary has them
+        vocabulary = tokenizer.get_vocab()
+        tokenizer.add_special_tokens({f"{role}_token": token for role, token in zip(
+            ("pad", "bos", "eos", "unk"), SPECIAL_TOKENS) if token in vocabulary})
+        return tokenizer
     if path.is_dir() and not any((path / name).is_file() for name in TOKENIZER_FILES):
         raise InputError(f"{path} has no tokenizer (no tokenizer.json or tokenizer_config.json). {remedy}")
     for name in ("tokenizer.json", "tokenizer_config.json"):  # a damaged file: named, not JSON's bare complaint

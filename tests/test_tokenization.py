@@ -145,9 +145,9 @@ def test_missing_special_tokens_are_named_with_how_to_add_them():
         special_token_ids(plain_tokenizer(pad_token="<pad>", eos_token="</s>"), "toks/t5like")
     assert str(error.value) == (
         "The tokenizer toks/t5like has no bos token (bos_token_id), which a new model starts each translation from "
-        '(its decoder_start_token_id). Add it and save the tokenizer again, e.g. `tok = AutoTokenizer.from_pretrained('
+        '(its decoder_start_token_id). Add it and save the tokenizer, e.g. `tok = AutoTokenizer.from_pretrained('
         '"toks/t5like"); tok.add_special_tokens({"bos_token": "<s>"}); tok.save_pretrained("toks/t5like")` (a token '
-        "its vocabulary lacks is added to it).")
+        "its vocabulary lacks is added to it), and give that folder.")
     with pytest.raises(InputError, match=r"has no pad token \(pad_token_id\), which pads batches, nor bos token .*, "
                                          r'nor eos token .*\{"pad_token": "<pad>", "bos_token": "<s>", "eos_token": '
                                          r'"</s>"\}'):
@@ -191,6 +191,8 @@ def test_load_tokenizer_takes_a_tokenizer_file(tmp_path):
     assert special_token_ids(from_file) == special_token_ids(tokenizer)  # with its folder's tokenizer_config.json
     tokenizer.backend_tokenizer.save(str(tmp_path / "mine.json"))  # what a `tokenizers` user saves
     assert load_tokenizer(tmp_path / "mine.json")(SENTENCES[0])["input_ids"] == tokenizer(SENTENCES[0])["input_ids"]
+    # a bare tokenizers file names no special tokens: those of this package's that its vocabulary holds are taken
+    assert special_token_ids(load_tokenizer(tmp_path / "mine.json")) == special_token_ids(tokenizer)
     (tmp_path / "config.json").write_text('{"d_model": 512}')
     with pytest.raises(InputError, match=r"config\.json is a file that is not a tokenizer \(.*\): give the folder "
                                          r"that holds the tokenizer \(tokenizer\.json, tokenizer_config\.json\)"):

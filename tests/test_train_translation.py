@@ -823,8 +823,8 @@ def test_a_given_tokenizer_without_the_special_tokens_a_model_needs_is_one_messa
                  "--max_steps", "1", capsys=capsys)
     assert str(error.value).startswith(f"The tokenizer {tmp_path / 'nobos'} has no bos token (bos_token_id)")
     assert str(error.value).endswith(".save_pretrained(\"" + str(tmp_path / "nobos") + "\")` (a token its "
-                                     "vocabulary lacks is added to it). Or leave --tokenizer_name out to train a "
-                                     "tokenizer on the data.")
+                                     "vocabulary lacks is added to it), and give that folder. Or leave "
+                                     "--tokenizer_name out to train a tokenizer on the data.")
     with pytest.raises(InputError, match=r"has no bos token"):
         given_tokenizer(tmp_path, tmp_path / "nobos" / "tokenizer.json")  # the file: read as its folder
     train_bpe_tokenizer(["ein Mann", "a man"] * 5, 270, min_frequency=1).save_pretrained(tmp_path / "good")

@@ -55,12 +55,22 @@ def check_one_model(checkpoints):
                     "(a lower --last leaves the older ones out)."
                 )
         other = checkpoint / "tokenizer.json"
-        if tokenizer.is_file() and other.is_file() and other.read_bytes() != tokenizer.read_bytes():
+        if tokenizer.is_file() and other.is_file() and _tokenizer(other) != _tokenizer(tokenizer):
             raise InputError(
                 f"{checkpoint.name} and {last.name} hold different tokenizers (tokenizer.json), whose token ids mean "
                 "other tokens: their weights cannot be averaged. Average the checkpoints of one model (a lower --last "
                 "leaves the older ones out)."
             )
+
+
+def _tokenizer(path: Path) -> dict:
+    """A tokenizer.json without the truncation and padding it was last called with, which a save records too (a
+    resumed run with another --max_source_length), though the tokens and their ids are the same."""
+    try:
+        return {key: value for key, value in json.loads(path.read_text(encoding="utf-8")).items()
+                if key not in ("truncation", "padding")}
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {"bytes": path.read_bytes()}
 
 
 def main(argv=None):

@@ -228,7 +228,14 @@ def test_checkpoints_of_different_models_are_not_averaged(change, run, tmp_path,
                     "(activation_function 'gelu' vs 'relu').")
     else:
         tokenizer = json.loads((run / "checkpoint-2" / "tokenizer.json").read_text())
-        tokenizer["model"]["vocab"] = dict(reversed(tokenizer["model"]["vocab"].items()))
+        # the truncation a save records changes with --max_source_length in a resumed run: the same tokenizer
+        tokenizer["truncation"] = {"direction": "Right", "max_length": 7, "strategy": "LongestFirst", "stride": 0}
+        (run / "checkpoint-2" / "tokenizer.json").write_text(json.dumps(tokenizer))
+        assert average(run, "--last", "2", "--output_dir", tmp_path / "truncated", monkeypatch=monkeypatch,
+                       capsys=capsys)[0] == 0
+        vocab = tokenizer["model"]["vocab"]
+        first, second = list(vocab)[10:12]
+        vocab[first], vocab[second] = vocab[second], vocab[first]  # two tokens' ids swapped: another tokenizer
         (run / "checkpoint-2" / "tokenizer.json").write_text(json.dumps(tokenizer))
         expected = "checkpoint-2 and checkpoint-3 hold different tokenizers (tokenizer.json)"
     status, _, err = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,

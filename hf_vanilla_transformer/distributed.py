@@ -133,8 +133,10 @@ def holds_whole_fsdp_weights(checkpoint) -> bool:
 
 
 def holds_fsdp_shards(checkpoint) -> bool:
-    """Whether `checkpoint` holds FSDP's sharded weights (SHARDED_STATE_DICT: pytorch_model_fsdp_0/, ...)."""
-    return any(path.is_dir() for path in Path(checkpoint).glob(f"{FSDP_MODEL_NAME}_*"))
+    """Whether `checkpoint` holds FSDP's sharded weights: SHARDED_STATE_DICT's pytorch_model_fsdp_0/ folders, or
+    FSDP1's LOCAL_STATE_DICT, a pytorch_model_fsdp_rank<N>.bin file a process."""
+    return any(path.is_dir() or path.name.startswith(f"{FSDP_MODEL_NAME}_rank")
+               for path in Path(checkpoint).glob(f"{FSDP_MODEL_NAME}_*"))
 
 
 def whole_fsdp_weights_advice(checkpoint) -> str:

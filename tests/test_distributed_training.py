@@ -392,6 +392,7 @@ def fake_checkpoint(run, saved_by, step=4):
         "ddp": ["model.safetensors", "optimizer.pt"],
         "whole fsdp": ["model.safetensors", "pytorch_model_fsdp.bin", "optimizer.bin"],
         "sharded fsdp": ["pytorch_model_fsdp_0/", "optimizer_0/"],
+        "local fsdp1": ["pytorch_model_fsdp_rank0.bin", "pytorch_model_fsdp_rank1.bin", "optimizer_0/"],
     }[saved_by]):
         (checkpoint / name).mkdir() if name.endswith("/") else (checkpoint / name).touch()
     return checkpoint
@@ -407,6 +408,7 @@ WHOLE_FSDP = "holds whole FSDP weights (FULL_STATE_DICT), which cannot be resume
     ("sharded fsdp", False, "was saved under FSDP (its weights are sharded in pytorch_model_fsdp_*): resume it"),
     ("ddp", False, None),
     ("sharded fsdp", True, None),
+    ("local fsdp1", False, "was saved under FSDP"),  # FSDP1's LOCAL_STATE_DICT: a file a rank, no folder
 ])
 def test_a_checkpoint_is_resumed_only_by_a_launch_that_can(tmp_path, one_cpu_process, monkeypatch, saved_by,
                                                            under_fsdp, refused):

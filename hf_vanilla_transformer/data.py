@@ -754,7 +754,8 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
 
     def has_text(batch: dict) -> list[bool]:
         return [isinstance(pair, dict)  # None: a JSON line without "translation" among lines with it
-                and all(isinstance(pair.get(lang), str) and pair[lang].strip() for lang in (source_lang, target_lang))
+                and all(isinstance(pair.get(lang), str) for lang in (source_lang, target_lang))
+                and normalize_text(pair[source_lang]) and pair[target_lang].strip()  # as the source is read
                 for pair in batch["translation"]]
 
     kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")
@@ -848,14 +849,12 @@ def _magnitude_pools() -> dict[str, np.ndarray]:
     return pools  # in the order of NUMBER_MAGNITUDES
 
 
-def _trained_last(numbers: np.ndarray) -> np.ndarray:
-    """`numbers` with those whose words are the language's building blocks moved to the end, where training takes
-    its numbers: 0 to 20 and the tens ("fünf", "elf", "zwanzig"), and the single-digit round ones (100, ..., 900,
-    1000, ..., a million: "hundert", "eine Million"). Each is the only pair with its word standing alone, which no
-    other number teaches; held out, "fünf" came out as "fifteen"."""
+def _standalone_words(numbers: np.ndarray) -> np.ndarray:
+    """Which of `numbers` are the language's building blocks: 0 to 20 and the tens ("fünf", "elf", "zwanzig"), and
+    the single-digit round ones (100, ..., 900, 1000, ..., a million: "hundert", "eine Million"). Each is the only
+    pair with its word standing alone, which no other number teaches: held out, "fünf" came out as "fifteen"."""
     single_digit = numbers % 10 ** np.floor(np.log10(np.maximum(numbers, 1))).astype(np.int64) == 0
-    words = (single_digit & (numbers >= 100)) | (numbers <= 20) | ((numbers < 100) & (numbers % 10 == 0))
-    return np.concatenate([numbers[~words], numbers[words]])
+    return (single_digit & (numbers >= 100)) | (numbers <= 20) | ((numbers < 100) & (numbers % 10 == 0))
 
 
 def _even_shares(total: int, capacities: list[int]) -> list[int]:
@@ -897,8 +896,13 @@ def number_words_corpus(
     train_counts = _even_shares(train_size, [train_size] * len(pools))
     chosen = {split: [] for split in SPLITS}
     for index, pool in enumerate(pools.values()):
-        numbers = _trained_last(np.random.default_rng([seed, index]).permutation(pool))
+        numbers = np.random.default_rng([seed, index]).permutation(pool)
+        words = _standalone_words(numbers)
+        numbers = np.concatenate([numbers[~words], numbers[words]])  # validation and test come from the others
         test, validation, train = np.split(numbers, np.cumsum([held_out["test"][index], held_out["validation"][index]]))
+        if train_counts[index] < len(train):  # training takes only the first ones: the words among them
+            words = _standalone_words(train)
+            train = np.concatenate([train[words], train[~words]])
         chosen["test"].extend(test.tolist())
         chosen["validation"].extend(validation.tolist())
         chosen["train"].extend(np.resize(train, train_counts[index]).tolist())

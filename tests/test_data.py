@@ -317,14 +317,15 @@ def test_a_local_folder_with_an_unreadable_file_is_one_message(tmp_path, files, 
 def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog):
     rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
             {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}},
-            {"de": "flach", "en": "a flat row among nested ones"}, {"id": 7}]  # no "translation": null there
+            {"de": "flach", "en": "a flat row among nested ones"}, {"id": 7},  # no "translation": null there
+            {"translation": {"de": "\ufeff\u200b", "en": "invisible German"}}]  # blank, as the pipeline reads it
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
                                     cache_dir=str(tmp_path / "cache"))
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
         train = load_translation_datasets(args)["train"]
     assert pairs(train) == [("ein Hund", "a dog")]
-    assert any("Left out 5 of 6 train pairs whose de or en side is missing or empty" in m for m in caplog.messages)
+    assert any("Left out 6 of 7 train pairs whose de or en side is missing or empty" in m for m in caplog.messages)
     (tmp_path / "train.jsonl").write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="The train split has no sentence pairs"):
         load_translation_datasets(args)
@@ -334,7 +335,7 @@ def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog)
                                     cache_dir=str(tmp_path / "cache"))
     test = load_translation_datasets(args, keep_blank_evaluation_pairs=True)["test"]
     assert pairs(test)[:4] == [("ein Hund", "a dog"), ("", "a cat"), ("eine Maus", "  "), ("", "no German at all")]
-    assert len(test) == 6 and rows_with_text(test, "de", "en") == [0]
+    assert len(test) == 7 and rows_with_text(test, "de", "en") == [0]
 
 
 @pytest.mark.parametrize(
@@ -483,7 +484,9 @@ def test_number_words_corpus_covers_every_magnitude_alike():
     german = {pair["de"].lower() for pair in corpus["train"]["translation"]}
     assert {"eine million", "zweitausend", "hundert", "tausend", "dreihundert"} <= german
     # the words that stand alone are trained on, never held out: "fünf" held out came out as "fifteen"
-    assert set(range(21)) | set(range(30, 100, 10)) <= set(train)
+    words = set(range(21)) | set(range(30, 100, 10)) | {d * 10**z for d in range(1, 10) for z in range(2, 6)} | {10**6}
+    assert words <= set(train)
+    assert words <= set(numbers_of(number_words_corpus(300, 60, 60)["train"]))  # a small training set keeps them too
     sources = corpus["train"]["translation"]
     assert sum(pair["de"][0].isupper() for pair in sources) == len(sources) // 4  # "Zweiundvierzig", as a sentence starts
     for split in ("validation", "test"):

@@ -21,6 +21,7 @@ from transformers.trainer_utils import seed_worker
 from transformers.utils import logging
 
 from .batching import BucketPaddingCollator, TokenBatchSampler
+from .chunked_loss import cross_entropy_sum
 from .distributed import (
     check_fsdp_version,
     check_resumable,
@@ -286,12 +287,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         smoothing = self.label_smoother.epsilon if self.label_smoother is not None else 0.0
         with torch.no_grad(), self.compute_loss_context_manager():
             logits = model(**inputs).logits
-        losses = torch.stack([  # a sentence at a time: no float32 copy of the batch's logits
-            torch.nn.functional.cross_entropy(row.float(), target, ignore_index=-100, label_smoothing=smoothing,
-                                              reduction="sum")
-            for row, target in zip(logits, targets)
-        ])
-        return losses
+        # the model's own chunked loss, a sentence at a time: no float32 copy of the batch's logits
+        return torch.stack([cross_entropy_sum(row, target, smoothing) for row, target in zip(logits, targets)])
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         """Trainer's loss, with `label_smoothing_factor` [5.4] handed to the model, which computes it a chunk of

@@ -84,7 +84,7 @@ def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
 
 
 def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
-    if (encoding := _utf16_encoding(line)) and line_number == 1:
+    if (encoding := utf16_encoding(line)) and line_number == 1:
         notepad = ' (as Windows Notepad saves "Unicode")' if encoding == "UTF-16" else ""
         return (
             f"{path} is UTF-16 text{notepad}, not UTF-8. Convert it to UTF-8, keeping its name, e.g. `iconv -f "
@@ -105,7 +105,7 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
     )
 
 
-def _utf16_encoding(line: bytes) -> str | None:
+def utf16_encoding(line: bytes) -> str | None:
     """The encoding of a line that is not UTF-8 (or holds NUL) where it is UTF-16, for iconv: "UTF-16" when it starts
     with UTF-16's byte-order mark (FF FE or FE FF), "UTF-16LE" or "UTF-16BE" when every other byte is NUL (Latin
     script without the mark: iconv's "UTF-16" would take it for big-endian), not a binary line of NULs; None

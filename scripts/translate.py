@@ -128,19 +128,15 @@ def other_encoding(data: bytes, file: str) -> str | None:
     """What to say of `data` that is plainly not UTF-8 text (from `file`, "-" for standard input), with the command
     that converts it: UTF-32 or UTF-16 (a byte-order mark, or UTF-16 text without one: a NUL byte beside each ASCII
     character), gzip. None for anything else."""
-    encoding = None
+    from hf_vanilla_transformer.data import utf16_encoding
+
     if data.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
-        encoding, bom = "UTF-32", True
-    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        encoding, bom = "UTF-16", True
-    elif b"\0" in data and len(data) % 2 == 0:  # NULs beside ASCII characters, not scattered as a binary file's
-        even, odd = data[0::2], data[1::2]
-        if odd.count(0) > len(odd) // 2 and 0 not in even:
-            encoding, bom = "UTF-16LE", False
-        elif even.count(0) > len(even) // 2 and 0 not in odd:
-            encoding, bom = "UTF-16BE", False
+        encoding = "UTF-32"
+    else:  # the training data's test, on the first line: "UTF-16" (its byte-order mark), "UTF-16LE", "UTF-16BE"
+        encoding = utf16_encoding(data[: data.find(b"\n") + 1 or None])
     if encoding is not None:
-        how = "begins with a byte-order mark" if bom else "has a NUL byte beside each ASCII character"
+        how = ("begins with a byte-order mark" if encoding in ("UTF-32", "UTF-16")
+               else "has a NUL byte beside each ASCII character")
         return (f"is {encoding} text (it {how}), not UTF-8: convert it first, e.g. `iconv -f {encoding} -t UTF-8 "
                 f"{'input.txt' if file == '-' else file} | python scripts/translate.py MODEL`.")
     if data.startswith(b"\x1f\x8b"):

@@ -59,6 +59,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
             sqrt(6 / 3d), and its Q and the output projections (d x d) at sqrt(6 / 2d).
         tie_word_embeddings: share the embedding with the pre-softmax projection (section 3.4). The encoder and
             decoder always share one embedding matrix.
+        output_bias: give the pre-softmax projection a bias (a learned logit per token, untied). The paper's has
+            none; models converted from a MarianMTModel (`from_marian`) carry Marian's `final_logits_bias` in it, as
+            the opus-mt models have one.
     """
 
     model_type = "vanilla_transformer"
@@ -93,6 +96,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
     eos_token_id: int | list[int] | None = 2
     decoder_start_token_id: int | None = 1
     tie_word_embeddings: bool = True
+    output_bias: bool = False
 
     @classmethod
     def from_dict(cls, config_dict: dict, **kwargs) -> "VanillaTransformerConfig":
@@ -166,7 +170,7 @@ class VanillaTransformerConfig(PreTrainedConfig):
             raise ValueError(f"`layer_norm_eps` must be a number > 0, got {self.layer_norm_eps!r}.")
         if self.init_std is not None and (not is_number(self.init_std) or self.init_std < 0):
             raise ValueError(f"`init_std` must be None or a number >= 0, got {self.init_std!r}.")
-        for name in ("scale_embedding", "normalize_before", "tie_word_embeddings"):  # "false" would mean True
+        for name in ("scale_embedding", "normalize_before", "tie_word_embeddings", "output_bias"):  # "false": True
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"`{name}` must be True or False, got {getattr(self, name)!r}.")
 

@@ -21,7 +21,7 @@ def marian_to_paper_permutation(d_model: int) -> torch.Tensor:
     return torch.stack([half, half + d_model // 2], dim=1).flatten()
 
 
-def _config_from_marian(marian_config) -> VanillaTransformerConfig:
+def _config_from_marian(marian_config, output_bias: bool) -> VanillaTransformerConfig:
     if not marian_config.share_encoder_decoder_embeddings:
         raise ValueError(
             "This Marian model has separate source and target vocabularies (share_encoder_decoder_embeddings=False); "
@@ -35,7 +35,9 @@ def _config_from_marian(marian_config) -> VanillaTransformerConfig:
         "max_position_embeddings scale_embedding pad_token_id bos_token_id eos_token_id decoder_start_token_id "
         "tie_word_embeddings"
     ).split()
-    return VanillaTransformerConfig(**{name: getattr(marian_config, name) for name in fields}, normalize_before=False)
+    return VanillaTransformerConfig(
+        **{name: getattr(marian_config, name) for name in fields}, normalize_before=False, output_bias=output_bias
+    )
 
 
 def _converted_state_dict(marian: MarianMTModel, config: VanillaTransformerConfig) -> dict[str, torch.Tensor]:
@@ -56,6 +58,8 @@ def _converted_state_dict(marian: MarianMTModel, config: VanillaTransformerConfi
     state = {"model.shared.weight": reads("model.encoder.embed_tokens.weight")}
     if not config.tie_word_embeddings:
         state["lm_head.weight"] = reads("lm_head.weight")
+    if config.output_bias:
+        state["lm_head.bias"] = source["final_logits_bias"].reshape(-1)
     for stack, layers in (("encoder", config.encoder_layers), ("decoder", config.decoder_layers)):
         for i in range(layers):
             p = f"model.{stack}.layers.{i}"
@@ -86,15 +90,13 @@ def _converted_state_dict(marian: MarianMTModel, config: VanillaTransformerConfi
 @torch.no_grad()
 def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGeneration:
     """A VanillaTransformerForConditionalGeneration computing the same function as `marian` (post-LN, any
-    activation), with Marian's generation config. Layerdrop, a training-time option, is not carried over."""
+    activation), with Marian's generation config. A non-zero `final_logits_bias` becomes the output projection's
+    bias (`output_bias=True`). Layerdrop, a training-time option, is not carried over."""
     if not isinstance(marian, MarianMTModel):
         raise TypeError(f"from_marian expects a transformers.MarianMTModel, got {type(marian).__name__}.")
-    if marian.final_logits_bias.abs().max() > 0:
-        raise ValueError(
-            "This Marian model has a non-zero final_logits_bias; the paper's pre-softmax projection has no bias, "
-            "so the converted model could not compute the same function."
-        )
-    config = _config_from_marian(marian.config)
+    # Marian's output layer has a trained bias (the opus-mt models' is non-zero); the paper's has none, so the
+    # converted model takes one only where it is needed to compute the same function
+    config = _config_from_marian(marian.config, output_bias=bool(marian.final_logits_bias.abs().max() > 0))
     encoder_embedding, decoder_embedding = marian.model.encoder.embed_tokens, marian.model.decoder.embed_tokens
     if not torch.equal(encoder_embedding.weight, decoder_embedding.weight):
         raise ValueError(

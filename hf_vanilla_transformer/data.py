@@ -969,8 +969,12 @@ def tokenize_translation_datasets(
         labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None,
                            split_special_tokens=as_text)
         model_inputs["labels"] = labels["input_ids"]
-        model_inputs["source_truncated"] = _truncated_flags(model_inputs)
-        model_inputs["target_truncated"] = _truncated_flags(labels)
+        model_inputs["source_truncated"] = _truncated_flags(
+            model_inputs, max_source_length, lambda rows: tokenizer(rows, split_special_tokens=as_text), sources
+        )
+        model_inputs["target_truncated"] = _truncated_flags(
+            labels, target_limit, lambda rows: tokenizer(text_target=rows, split_special_tokens=as_text), targets
+        )
         return dict(model_inputs)
 
     as_text = reads_special_tokens_as_text(tokenizer)
@@ -991,11 +995,19 @@ def tokenize_translation_datasets(
     return tokenized
 
 
-def _truncated_flags(encoding) -> list[bool]:
-    """Per example, whether the fast tokenizer cut tokens off (its `overflowing` encodings are non-empty)."""
-    if encoding.encodings is None:
-        raise TypeError("tokenize_translation_datasets needs a fast (tokenizers-backed) tokenizer.")
-    return [bool(item.overflowing) for item in encoding.encodings]
+def _truncated_flags(encoding, limit: int | None, tokenize, texts: list[str]) -> list[bool]:
+    """Per example, whether the tokenizer cut tokens off `texts` at `limit`: a fast tokenizer says so (its
+    `overflowing` encodings are non-empty); for another (MarianTokenizer, sentencepiece-based, the only one the
+    opus-mt models have) the examples that reached the limit are tokenized again whole with `tokenize`."""
+    if encoding.encodings is not None:
+        return [bool(item.overflowing) for item in encoding.encodings]
+    flags = [False] * len(texts)
+    at_limit = [row for row, ids in enumerate(encoding["input_ids"]) if limit is not None and len(ids) >= limit]
+    if at_limit:
+        whole = tokenize([texts[row] for row in at_limit])["input_ids"]
+        for row, ids in zip(at_limit, whole):
+            flags[row] = len(ids) > limit
+    return flags
 
 
 def _warn_about_truncation(dataset: Dataset, split: str, max_source_length: int, max_target_length: int) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -160,7 +161,8 @@ def ctranslate2_spec(model: VanillaTransformerForConditionalGeneration, vocabula
     embedding = _copy(model.get_input_embeddings().weight)
     _stack(spec.encoder, model.model.encoder, embedding, positions)
     _stack(spec.decoder, model.model.decoder, embedding, positions)
-    _linear(spec.decoder.projection, model.get_output_embeddings().weight)
+    projection = model.get_output_embeddings()
+    _linear(spec.decoder.projection, projection.weight, projection.bias)  # a bias only where `output_bias` is set
 
     vocabulary = list(vocabulary)
     eos = config.eos_token_id[0] if isinstance(config.eos_token_id, list) else config.eos_token_id
@@ -239,6 +241,8 @@ def export_ctranslate2(
         "num_beams": generation.num_beams or 1,
         "length_penalty": generation.length_penalty if generation.length_penalty is not None else 1.0,
         "early_stopping": generation.early_stopping,
+        "max_length": generation.max_length,  # set, as a converted Marian model's 512: generate()'s limit, not source + 50
+        "max_new_tokens": generation.max_new_tokens,
         "max_position_embeddings": max_positions or model.config.max_position_embeddings,
     }
     (out_dir / "generation.json").write_text(json.dumps(settings, indent=2) + "\n")
@@ -304,6 +308,13 @@ class CTranslate2Translator:
         self.ids = {token: i for i, token in enumerate(self.tokens)}
         settings = self.model_dir / "generation.json"
         self.settings = json.loads(settings.read_text()) if settings.exists() else {}
+        if self.settings.get("early_stopping") is False and self.settings.get("num_beams", 4) > 1:
+            warnings.warn(
+                f"{model_dir}'s generation config decodes with early_stopping=False (a converted Marian model's), "
+                "which CTranslate2 cannot: its beam search stops as generate(early_stopping=True) does, so a "
+                "translation may differ where a longer hypothesis would have won.",
+                stacklevel=2,
+            )
 
     def translate(
         self,
@@ -323,6 +334,10 @@ class CTranslate2Translator:
         masks = [[1] * len(ids) for ids in rows] if attention_mask is None else attention_mask.tolist()
         # the tokens the mask keeps, wherever the padding is (right, or left as `padding_side="left"` puts it)
         source = [[self.tokens[i] for i, keep in zip(ids, mask) if keep] for ids, mask in zip(rows, masks)]
+        if max_new_tokens is None:  # the exported generation config's limit, as generate() takes it
+            max_new_tokens = self.settings.get("max_new_tokens")
+        if max_new_tokens is None and self.settings.get("max_length") is not None:
+            max_new_tokens = self.settings["max_length"] - 1  # generate()'s max_length counts the start token
         if max_new_tokens is None:  # generate()'s default: source length + 50
             max_new_tokens = input_ids.shape[1] + 50
         results = self.translator.translate_batch(

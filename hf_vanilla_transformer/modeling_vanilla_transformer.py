@@ -685,7 +685,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
         self.model = VanillaTransformerModel(config)
-        self.lm_head = PrepackedLinear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head = PrepackedLinear(config.d_model, config.vocab_size, bias=config.output_bias)
         self.post_init()
         self._default_to_the_papers_decoding()
         # The tied names are never saved (the shared weight is, once). Said here too, the Trainer's checkpoint loading

@@ -28,6 +28,7 @@ from transformers import (
     AutoModelForSeq2SeqLM,
     DataCollatorForSeq2Seq,
     HfArgumentParser,
+    MarianMTModel,
     Seq2SeqTrainer,
     get_scheduler,
     set_seed,
@@ -38,6 +39,7 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
 from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
+from .conversion import from_marian
 from .checkpoint_averaging import load_averaged_weights
 from .data import (
     NUMBER_MAGNITUDES,
@@ -103,6 +105,9 @@ PAPER_RECIPE = {
     "logging_steps": "50",
     "logging_nan_inf_filter": "false",  # log a NaN loss as NaN; the filter also reads every step's loss (a sync)
     "report_to": "none",
+    # the Trainer writes this into the model's config, saved with every checkpoint: transformers' default (False)
+    # left the saved model without a cache for hand-written decoding loops (training steps never build one here)
+    "use_cache": "true",
 }
 
 # On a GPU the step is short and the host must keep up: batches in a few shapes (so that --torch_compile, with
@@ -749,13 +754,16 @@ def check_push_flags(training_args) -> None:
             "the run could not be pushed at its end: train without --push_to_hub and push the saved run later, from "
             f"a machine that reaches the Hub: python scripts/push_to_hub.py {training_args.output_dir} {repo_id}"
         )
-    check_push_account(repo_id, training_args.hub_token)
+    check_push_account(repo_id, training_args.hub_token, training_args.hub_revision)
 
 
-def check_push_account(repo_id: str, token: str | None) -> None:
-    """The Hub accepts the token, which may write, and `repo_id`'s namespace is its account's or one of its
-    organizations': asked once (`whoami`) before the training, which a refused push at the end would waste."""
+def check_push_account(repo_id: str, token: str | None, revision: str | None = None) -> None:
+    """The Hub accepts the token, which may write, `repo_id`'s namespace is its account's or one of its
+    organizations', and the repository (at `revision`) holds no other kind of model: asked before the training,
+    which a refused push at the end would waste."""
     from huggingface_hub import HfApi
+
+    from .hub import check_repo_model_type
 
     try:
         account = HfApi(token=token).whoami()
@@ -777,6 +785,15 @@ def check_push_account(repo_id: str, token: str | None) -> None:
             f"it nor one of its organizations ({', '.join(sorted(n for n in namespaces if n)) }): give --hub_model_id "
             f"{name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
         )
+    try:
+        check_repo_model_type(repo_id if "/" in repo_id or not name else f"{name}/{repo_id}", token=token,
+                              revision=revision)
+    except InputError as error:
+        raise InputError(f"--push_to_hub, checked before training: {error}") from None
+    except Exception as error:  # noqa: BLE001 - as for whoami above
+        if (message := hub_error_message(error, repo_id)) is None:
+            raise
+        raise InputError(f"--push_to_hub, checked before training: {message}") from None
 
 
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
@@ -880,15 +897,39 @@ def load_or_build_model(model_args, data_args, tokenizer):
                 "is not the tokenizer the model learned, whose ids would mean other words. Leave --tokenizer_name "
                 "out to use the model's own."
             )
-        return model
+        return this_packages_model(model, model_args.model_name_or_path, model_args.attn_implementation)
     ids = special_token_ids(tokenizer)
     if model_args.config_name:
         with loading_from(model_args.config_name, "a model's config"):
             config = AutoConfig.from_pretrained(
                 _pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids, **size_overrides(model_args)
             )
-        return AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
+        model = AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
+        return this_packages_model(model, model_args.config_name, model_args.attn_implementation)
     return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
+
+
+def this_packages_model(model, name: str, attn_implementation: str | None):
+    """The model to train, as this package's: a MarianMTModel (an opus-mt model, the same network) converted with
+    `from_marian`, which computes the same function; another kind refused, since the run's code, model card and
+    scripts are the paper's model's (transformers' own translation example trains those)."""
+    if model.config.model_type == VanillaTransformerConfig.model_type:
+        return model
+    if isinstance(model, MarianMTModel):
+        try:
+            converted = from_marian(model)
+        except ValueError as error:
+            raise InputError(f"{name} is a MarianMTModel that the paper's model cannot take over: {error}") from error
+        if attn_implementation:
+            converted.set_attn_implementation(attn_implementation)
+        logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function), so that "
+                       "the run trains and saves this package's model.", name)
+        return converted
+    raise InputError(
+        f"{name} is a {model.config.model_type!r} model ({type(model).__name__}), not the Transformer of this "
+        "package, which this script trains: give a model saved by it (or a MarianMTModel, which it converts), or "
+        "fine-tune this one with transformers' own examples (run_translation.py)."
+    )
 
 
 def setup_logging(training_args) -> None:
@@ -1064,7 +1105,7 @@ def main(argv: list[str] | None = None) -> dict:
                     f"The run is saved in {output_dir}, but pushing it failed. {message} Push it once that is fixed: "
                     f"python scripts/push_to_hub.py {output_dir} {repo_id}"
                 ) from error
-            logger.info("Pushed %s to %s", output_dir, commit.commit_url)
+            print(f"Pushed {output_dir} to the Hub: {commit.commit_url}")
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()  # as torch asks of a distributed program before it exits
     return all_metrics

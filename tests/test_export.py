@@ -283,3 +283,33 @@ def test_an_unreachable_hub_id_is_one_sentence(tmp_path, monkeypatch):
         export_script().main(["someone/no-such-model", str(tmp_path / "ct2")])
     assert "\n" not in str(error.value) and "someone/no-such-model" in str(error.value)
     assert not (tmp_path / "ct2").exists()
+
+
+def test_a_converted_marian_model_with_an_output_bias_translates_as_generate_does(tmp_path):
+    """opus-mt models have a trained final_logits_bias and generate up to max_length 512 (not source + 50): the
+    export carries both (without the bias every logit was off by it)."""
+    from test_conversion import make_marian
+
+    from hf_vanilla_transformer import from_marian
+
+    marian = make_marian()
+    with torch.no_grad():
+        marian.final_logits_bias.copy_(torch.randn_like(marian.final_logits_bias) * 4)
+    marian.generation_config.max_length = 9
+    model = from_marian(marian).eval()
+    model.generation_config.early_stopping = True  # CTranslate2's only stopping rule
+    model.generation_config.forced_eos_token_id = None  # Marian's; CTranslate2 has no such option
+    out_dir = export_ctranslate2(model, tmp_path / "ct2", vocabulary=[f"t{i}" for i in range(99)])
+    generator = torch.Generator().manual_seed(4)
+    input_ids = torch.randint(1, 98, (6, 7), generator=generator)
+    input_ids[:, -1] = 0  # Marian's </s>
+    for num_beams in (1, 4):
+        ours = model.generate(input_ids, num_beams=num_beams, length_penalty=1.0, pad_token_id=98)
+        assert ours.shape[1] == 9  # max_length, not source length + 50
+        ours = [row[1:][: row[1:].index(0) + 1] if 0 in row[1:] else row[1:] for row in ours.tolist()]
+        theirs = CTranslate2Translator(out_dir).translate(input_ids, num_beams=num_beams, length_penalty=1.0)
+        assert theirs == ours, num_beams
+    settings = json.loads((out_dir / "generation.json").read_text())
+    (out_dir / "generation.json").write_text(json.dumps({**settings, "num_beams": 4, "early_stopping": False}))
+    with pytest.warns(UserWarning, match="early_stopping=False"):  # Marian's own, which CTranslate2 cannot follow
+        CTranslate2Translator(out_dir)

@@ -85,6 +85,8 @@ def test_builtin_run_writes_everything(builtin_run):
     assert model.config.d_model == 32 and model.config.vocab_size == len(tokenizer)
     assert model.config.pad_token_id == tokenizer.pad_token_id and model.config.eos_token_id == tokenizer.eos_token_id
     assert GenerationConfig.from_pretrained(out).num_beams == 4
+    assert model.config.use_cache  # the Trainer's use_cache=False was saved into the config (and checkpoints')
+    assert all(json.loads((c / "config.json").read_text())["use_cache"] for c in out.glob("checkpoint-*"))
     card = (out / "README.md").read_text()
     assert "model-index" in card and "pipeline_tag: translation" in card and "library_name: transformers" in card
     assert f"{results['eval_bleu']:.2f}"[:4] in card or str(round(results["eval_bleu"], 2)) in card

@@ -7,6 +7,7 @@ stored. `HF_ENDPOINT` points everything at another Hub-compatible server.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
@@ -21,11 +22,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from huggingface_hub import CommitInfo, HfApi, constants
-from huggingface_hub.errors import RevisionNotFoundError
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .errors import USER_ERRORS, InputError, MissingFileError, first_line
 from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, update_model_card
+from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, VanillaTransformerModel
 from .pipeline_translation import save_translation_pipeline
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,10 @@ TRAINING_STATE_FILES = ["optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler
 UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*", *TRAINING_STATE_FILES]
 # Linked, not copied, into a push's staging folder: nothing rewrites them.
 WEIGHT_PATTERNS = ["*.safetensors", "*.bin"]
+# The classes a saved model's config.json names under `auto_map` for trust_remote_code=True, as save_pretrained
+# writes them (`register_for_auto_class`).
+AUTO_MAP_CLASSES = {"AutoConfig": VanillaTransformerConfig, "AutoModel": VanillaTransformerModel,
+                    "AutoModelForSeq2SeqLM": VanillaTransformerForConditionalGeneration}
 
 
 def push_model_dir(
@@ -56,21 +62,26 @@ def push_model_dir(
     and plots) to `repo_id`, without the training state and checkpoints (`left_out_of_push` names them). The
     repository (the branch `revision`, or the pull request's) then holds what the push uploads: its other files,
     an earlier push's weights or tokenizer files for instance, are deleted in the same commit and logged, all but
-    `.gitattributes`. A repository holding a model of another `model_type` is refused (InputError) unless
-    `overwrite`.
+    `.gitattributes`. A folder holding another kind of model than this package's is refused (InputError,
+    `check_saved_model_type`), and so is a repository holding one, unless `overwrite`.
 
     The folder may be a Trainer checkpoint: then a card it lacks takes the run's card inputs (`checkpoint_card`).
     The folder is left as it is: the translation pipeline (`save_translation_pipeline`) and the model card rendered
     again with the repository's id (`update_model_card`, with `card_overrides`; an existing README.md without saved
-    card inputs is kept) go into a staging copy (`stage_upload`). Creates the repository if needed (`private=None`
-    keeps the Hub's default or the existing visibility) and the branch `revision` if it does not exist. Returns the
-    commit's info.
+    card inputs is kept) go into a staging copy (`stage_upload`), with the model's code and `auto_map` where the
+    folder lacks them (`add_model_code`). Creates the repository if needed (`private=None` keeps the Hub's default
+    or the existing visibility; `private=True` makes an existing public repository private, with a warning) and the
+    branch `revision` if it does not exist. Returns the commit's info.
     """
     model_dir = Path(model_dir)
     check_model_dir(model_dir)
+    check_saved_model_type(model_dir)
     card_inputs = {**checkpoint_card(model_dir), **(card_overrides or {})}
     api = HfApi(token=token)
     repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
+    if private and not api.repo_info(repo_id).private:  # create_repo leaves an existing repository as it is
+        api.update_repo_settings(repo_id, private=True)
+        logger.warning("%s was public: made it private, as asked, before uploading.", repo_id)
     base = "main" if create_pr or revision is None else revision  # what the commit replaces, as upload_folder reads it
     try:
         in_repo = api.list_repo_files(repo_id, revision=base)
@@ -82,6 +93,9 @@ def push_model_dir(
         api.create_branch(repo_id, branch=revision, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="push_") as staging:
         stage_upload(model_dir, Path(staging))
+        if added := add_model_code(Path(staging)):
+            logger.warning("%s lacks the model's code for trust_remote_code=True loading: pushed with this package's "
+                           "(%s).", model_dir, ", ".join(added))
         save_translation_pipeline(staging)
         update_model_card(staging, **{**card_inputs, "repo_id": repo_id})
         uploaded = _files(Path(staging))
@@ -121,6 +135,71 @@ def stage_upload(model_dir: Path, staging: Path) -> None:
         shutil.copyfile(source, target)
 
 
+def add_model_code(folder: Path) -> list[str]:
+    """Give a saved model `folder` what `trust_remote_code=True` loading needs and it lacks, as a model saved by an
+    older version or another tool may: this package's configuration and modeling modules and the modules they import
+    relatively (`get_relative_import_files`, as `save_pretrained` copies them), and the `auto_map` entries of
+    config.json (`AUTO_MAP_CLASSES`). What the folder has is kept. Returns what was added: file names, and
+    "auto_map: ..." with the entries."""
+    from transformers.dynamic_module_utils import get_relative_import_files
+
+    entry_points = [Path(inspect.getfile(cls)) for cls in AUTO_MAP_CLASSES.values()]
+    imported = {Path(file) for module in entry_points for file in get_relative_import_files(module)}
+    sources = [*entry_points, *sorted(imported)]
+    added = []
+    for source in dict.fromkeys(sources):  # in order, once each
+        if not (folder / source.name).exists():
+            shutil.copyfile(source, folder / source.name)
+            added.append(source.name)
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    auto_map = config.get("auto_map") or {}
+    missing = {auto: f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}" for auto, cls in AUTO_MAP_CLASSES.items()
+               if auto not in auto_map}
+    if missing:
+        config["auto_map"] = {**auto_map, **missing}
+        # The layout of PreTrainedConfig.to_json_file, as save_translation_pipeline writes it.
+        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        added.append(f"auto_map: {', '.join(missing)}")
+    return added
+
+
+def check_saved_model_type(model_dir: str | os.PathLike) -> None:
+    """InputError unless the model saved in `model_dir` is this package's (its config.json's `model_type`): a push
+    gives it this package's card, code and pipeline. A MarianMTModel's message says how to convert it."""
+    config_file = Path(model_dir) / "config.json"
+    config = _read_json(config_file)
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if model_type == VanillaTransformerConfig.model_type:
+        return
+    what = f"a {model_type!r} model" if model_type else "a model of no model_type"
+    if model_type == "marian":
+        how = (f"convert it first, with its tokenizer: `model = hf_vanilla_transformer.from_marian(MarianMTModel."
+               f"from_pretrained({str(model_dir)!r}))`, `model.save_pretrained(NEW_DIR)`, `AutoTokenizer."
+               f"from_pretrained({str(model_dir)!r}).save_pretrained(NEW_DIR)`, and push NEW_DIR.")
+    else:
+        how = "push it with its own library (model.push_to_hub), which writes its own card."
+    raise InputError(
+        f"{model_dir} holds {what} (its config.json's model_type), not this package's "
+        f"{VanillaTransformerConfig.model_type!r}, whose card, code and pipeline this push would give it: {how}"
+    )
+
+
+def check_repo_model_type(repo_id: str, *, token: str | None = None, revision: str | None = None) -> None:
+    """Before a push (the training script checks it before training): InputError if `repo_id`, at the branch
+    `revision` where it exists, else at main, holds another kind of model (`check_model_type`). Nothing to check in
+    a repository that does not exist yet."""
+    api = HfApi(token=token)
+    try:
+        try:
+            in_repo = api.list_repo_files(repo_id, revision=revision)
+        except RevisionNotFoundError:  # a new branch, made from main
+            revision, in_repo = None, api.list_repo_files(repo_id)
+    except RepositoryNotFoundError:
+        return
+    check_model_type(api, repo_id, revision or "main", in_repo)
+
+
 def check_model_type(api: HfApi, repo_id: str, revision: str, in_repo: list[str]) -> None:
     """InputError if `repo_id` at `revision` (whose files are `in_repo`) holds a model of another type than this
     package's, by its config.json's `model_type`: a push would replace it."""
@@ -158,7 +237,9 @@ def left_out_of_push(model_dir: str | os.PathLike) -> list[str]:
 def checkpoint_card(model_dir: Path) -> dict:
     """For a Trainer checkpoint (`checkpoint-<step>` with its trainer_state.json) without a card of its own, what its
     card is rendered from: the run's card inputs (the parent folder's, once the run has finished) with this
-    checkpoint's evaluation at its step in place of the run's final scores, and its step in the recipe. Else {}."""
+    checkpoint's evaluation at its step in place of the run's final scores, and its step in the recipe. Without
+    the run's inputs (a run not finished yet), the card says that its data and settings are not recorded
+    (`run_recorded=False`) and gives the step of the run's steps. Else {}."""
     state_file = model_dir / "trainer_state.json"
     if (not re.fullmatch(r"checkpoint-\d+", model_dir.resolve().name) or not state_file.is_file()
             or (model_dir / "README.md").exists() or (model_dir / CARD_INPUTS_FILE).exists()):
@@ -170,6 +251,10 @@ def checkpoint_card(model_dir: Path) -> dict:
     for entry in state.get("log_history", []):
         if entry.get("step") == step:  # the logs and evaluation of this checkpoint's model
             metrics.update((key, value) for key, value in entry.items() if key.startswith("eval_") or key == "epoch")
+    if not run:
+        of = f" of {state['max_steps']}" if state.get("max_steps") else ""
+        return {"metrics": metrics, "run_recorded": False, "training_args": [
+            ("Checkpoint", f"step {step}{of}; the run's other settings are not recorded with it")]}
     recipe = [row for row in run.get("training_args", []) if row[0] != RECIPE_FIELDS["average_last_checkpoints"]]
     return {**run, "metrics": metrics, "training_args": [*recipe, ("Checkpoint", f"step {step} of the training run")]}
 

@@ -17,6 +17,9 @@ BLEU_TOKENIZERS = tuple(sacrebleu.BLEU.TOKENIZERS)
 `flores200`, `none`, ..."""
 
 _ISO_639_2 = {"zho": "zh", "chi": "zh", "jpn": "ja", "kor": "ko"}
+# the Chinese languages' own ISO 639-3 codes (OPUS and Tatoeba write Mandarin `cmn`, Cantonese `yue`), written in
+# Chinese characters as `zh` is
+_ISO_639_2.update(dict.fromkeys(["cmn", "yue", "wuu", "nan", "hak", "gan", "hsn", "cjy", "cdo", "lzh"], "zh"))
 
 BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_chrf.py")
 """The `evaluate` metric module shipped in the package: `evaluate.load(BLEU_CHRF_METRIC_PATH)` works offline."""
@@ -25,7 +28,7 @@ BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_c
 def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) -> str:
     """The tokenization BLEU uses: `tokenize` if given, else the one sacrebleu chooses for the target language, as
     its command line does with `-l`: `zh` for Chinese, `ja-mecab` for Japanese, `ko-mecab` for Korean (codes such as
-    `zh-CN`, `zh_Hant` or `jpn` included), `13a` for the rest. 13a splits text at spaces and punctuation, so a
+    `zh-CN`, `zh_Hant`, `cmn`, `yue` or `jpn` included), `13a` for the rest. 13a splits text at spaces and punctuation, so a
     language written without spaces would be scored by whole sentences: BLEU 0 for a perfect translation.
     `ja-mecab`/`ko-mecab` need `pip install "sacrebleu[ja]"` / `"sacrebleu[ko]"`; without it, `char` (each character
     a token) with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""

@@ -106,6 +106,7 @@ def create_model_card(
     base_model: str | None = None,
     project_url: str | None = None,
     metric_signatures: Mapping[str, str] | None = None,
+    run_recorded: bool = True,
     template_path: str | os.PathLike | None = None,
 ) -> ModelCard:
     """Render the card of the model saved in `model_dir` (config.json, weights; tokenizer.json if there).
@@ -124,14 +125,20 @@ def create_model_card(
     `tokenizer_from`: the model or tokenizer whose vocabulary the run reused (fine-tuning, `--tokenizer_name`); by
     default the card says one was learned on the training data.
     `base_model`: the model a fine-tuning run started from (a folder or Hub id), named in the card, and in its
-    `base_model:` metadata when it is a Hub id.
+    `base_model:` metadata when it is a Hub id. A `base_model` or `tokenizer_from` that is a folder here, or no Hub
+    id, is named by its folder's name alone: the card is published, and a path shows the user's folders.
+    `project_url`: the package's web page, linked where the card names it (default: the installed package's
+    metadata's, where it has one).
     `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
     computed), stated under the results; left out when not given, since a card rendered later cannot know them.
+    `run_recorded=False`: the training run left no record of its data and settings (a checkpoint pushed before its
+    run finished): the card says so rather than guessing them from the figures it has.
     """
     model_dir = Path(model_dir)
     example = example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate.")
     if dataset_name and not _is_hub_id(dataset_name):
         dataset_name, dataset_description = None, dataset_description or dataset_name
+    dataset_description = _without_folders(dataset_description)
     config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
     if metrics is None:
         metrics = _read_json(model_dir / "all_results.json", optional=True)
@@ -141,7 +148,10 @@ def create_model_card(
     decoding_words = _decoding(
         _read_json(model_dir / "generation_config.json", optional=True), _evaluation_decoding(training_args, decoding)
     )
+    if not run_recorded:
+        decoding_words += ", by the saved generation config (the run's evaluation settings are not recorded)"
     languages = [lang for lang in (source_lang, target_lang) if lang]
+    base_model_shown, tokenizer_shown = _local_folder_name(base_model), _local_folder_name(tokenizer_from)
     card_data = ModelCardData(
         language=languages or None,
         license=license,
@@ -149,7 +159,7 @@ def create_model_card(
         pipeline_tag="translation",
         tags=list(dict.fromkeys([*DEFAULT_TAGS, *tags])),
         datasets=[dataset_name] if dataset_name else None,
-        base_model=base_model if base_model and _is_hub_id(base_model) and not Path(base_model).exists() else None,
+        base_model=base_model if base_model and not base_model_shown else None,
         metrics=["bleu", "chrf"],
         model_name=model_name,
         eval_results=_eval_results(
@@ -169,13 +179,17 @@ def create_model_card(
         dataset_config=dataset_config,
         dataset_description=dataset_description,
         dataset_link=f"[{dataset_name}](https://huggingface.co/datasets/{dataset_name})" if dataset_name else None,
-        project_url=project_url,
+        project_url=project_url or _project_url(),
+        generated_data=_is_builtin_corpus(dataset_name or dataset_description),
+        run_recorded=run_recorded,
         results=results,
         decoding=decoding_words,
         arch=_architecture(model_dir, config),
         tokenizer=_tokenizer_description(model_dir),
-        tokenizer_from=tokenizer_from,
-        base_model=base_model,
+        tokenizer_from=tokenizer_shown or tokenizer_from,
+        tokenizer_from_local=bool(tokenizer_shown),
+        base_model=base_model_shown or base_model,
+        base_model_local=bool(base_model_shown),
         recipe=_recipe(training_args),
         curves=TRAINING_CURVES if (model_dir / TRAINING_CURVES).is_file() else None,
         data_sizes=_data_sizes(metrics),
@@ -207,6 +221,13 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     model_dir = Path(model_dir)
     card = create_model_card(model_dir, **card_kwargs)
     inputs = {key: value for key, value in card_kwargs.items() if key not in ("training_args", "template_path")}
+    for key in ("base_model", "tokenizer_from"):  # published with the model: a folder here by its name alone
+        if name := _local_folder_name(inputs.get(key)):
+            inputs[key] = f"./{name}"  # which no Hub id looks like: rendered again, it is still a local folder's
+    name = inputs.get("dataset_name")
+    if name and not _is_hub_id(name) and inputs.get("dataset_description"):  # the description stands in for it
+        inputs["dataset_name"] = None
+    inputs["dataset_description"] = _without_folders(inputs.get("dataset_description"))
     inputs["training_args"] = _recipe(card_kwargs.get("training_args"))  # the recipe rows stand in for the arguments
     inputs["decoding"] = _evaluation_decoding(card_kwargs.get("training_args"), card_kwargs.get("decoding"))
     if inputs.get("metrics") is not None:
@@ -323,6 +344,7 @@ def _architecture(model_dir: Path, config: Mapping[str, Any]) -> dict:
         "encoder_ffn_dim", "decoder_ffn_dim", "activation_function", "dropout", "attention_dropout",
         "activation_dropout", "vocab_size")}
     arch["tie_word_embeddings"] = config.get("tie_word_embeddings", True)
+    arch["output_bias"] = config.get("output_bias", False)
     if config.get("normalize_before"):
         arch["norm"] = "pre-LN: x + Sublayer(LayerNorm(x)), final LayerNorm on each stack"
     else:
@@ -452,3 +474,43 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 def _is_hub_id(name: str) -> bool:
     """Whether a dataset name has the form of a Hub id ("wmt14", "bentrevett/multi30k") and is no local path."""
     return bool(_HUB_ID.fullmatch(name)) and not os.path.exists(name)
+
+
+def _local_folder_name(name: str | None) -> str | None:
+    """The folder's name alone ("x" for /home/alice/runs/x) for a model or tokenizer named by a local path: one that
+    exists here, or no Hub id (a path on the machine the card was first rendered on); None for a Hub id or none."""
+    if not name or _is_hub_id(name):
+        return None
+    path = Path(name).expanduser()
+    return (path.resolve() if path.exists() else path).name or "a local folder"
+
+
+_QUOTED_PATH = re.compile(r"`[/~.][^`]*/([^`/]+)`")
+
+
+def _without_folders(description: str | None) -> str | None:
+    """A data description with the local paths it quotes (`../data/train.de`, `/home/alice/train.de`, as older runs
+    wrote them) cut to their file names (`train.de`)."""
+    return _QUOTED_PATH.sub(r"`\1`", description) if description else description
+
+
+_BUILTIN_CORPUS = re.compile(r"built-in\W+number_words")
+
+
+def _is_builtin_corpus(data: str | None) -> bool:
+    """Whether the training data, as the card names it, is the built-in number-words corpus (generated with
+    num2words, no text written by people): as the training script describes it, or as older runs named it."""
+    return bool(data and _BUILTIN_CORPUS.search(data))
+
+
+def _project_url() -> str | None:
+    """The installed package's web page, from its metadata (a Project-URL, or Home-page); None where it has none."""
+    from importlib import metadata
+
+    try:
+        package = metadata.metadata("hf-vanilla-transformer")
+    except metadata.PackageNotFoundError:
+        return None
+    urls = [entry.split(",", 1)[-1].strip() for entry in package.get_all("Project-URL") or []]
+    urls.append(package.get("Home-page"))
+    return next((url for url in urls if url and url.startswith(("https://", "http://"))), None)

@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
@@ -145,6 +146,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             check_resumable(resume_from_checkpoint)
         self._parameters_for_flops = None  # counted again for each run, once
         self._sentences_trained = 0  # this call's: the Trainer's speed metrics count only this call's steps
+        if resume_from_checkpoint and self.args.should_save:
+            order_checkpoint_times_by_step(self.args.output_dir)
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     def get_batch_samples(self, epoch_iterator, num_batches: int, device: torch.device):
@@ -434,6 +437,23 @@ def run_checkpoints(run_dir: str | Path) -> list[Path]:
     """The Trainer's `checkpoint-<step>` folders in `run_dir`, oldest first (none if it does not exist)."""
     found = [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
     return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+def order_checkpoint_times_by_step(run_dir: str | Path) -> None:
+    """Give the run's checkpoint folders modification times in the order of their steps, where they are not. The
+    Trainer (transformers 5) deletes the checkpoints beyond `save_total_limit` oldest first by these times: in a
+    copied run (`cp -r`, `scp -r`) they are the copy's order, and resuming it deleted later checkpoints than it kept,
+    and averaged those (`--average_last_checkpoints`)."""
+    checkpoints = run_checkpoints(run_dir)
+    times = [folder.stat().st_mtime for folder in checkpoints]
+    if times == sorted(times) and len(set(times)) == len(times):
+        return
+    logger.info("Dating the checkpoints of %s in the order of their steps, so that the oldest steps are the ones "
+                "--save_total_limit deletes", run_dir)
+    now = time.time()  # and before the checkpoints this run saves
+    for age, folder in enumerate(reversed(checkpoints), 1):  # a second apart, as file systems keep whole seconds
+        os.utime(folder, (now - age, now - age))
+
 
 
 def last_complete_checkpoint(output_dir: str | Path) -> Path | None:

@@ -13,6 +13,7 @@ import difflib
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 from collections import defaultdict
@@ -47,6 +48,7 @@ from .data import (
     check_languages_given,
     check_token_ids_fit,
     load_translation_datasets,
+    resolve_parallel_files,
     rows_with_text,
     tokenize_translation_datasets,
 )
@@ -63,7 +65,7 @@ from .hub import (
     push_from_training_args,
 )
 from .metrics import bleu_tokenizer, make_compute_metrics, reference_texts, sacrebleu_signatures
-from .model_card import save_model_card
+from .model_card import CARD_INPUTS_FILE, save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import normalize_whitespace, save_translation_pipeline
 from .tokenization import (
@@ -251,6 +253,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     check_fsdp_saving(training_args)
     check_scoring_folder(model_args, training_args)
+    warn_about_another_direction(model_args.model_name_or_path, data_args, training_args.do_train)
     warmup = training_args.get_warmup_steps(training_args.max_steps)
     if training_args.do_train and 0 < training_args.max_steps <= warmup:
         logger.warning(
@@ -475,7 +478,7 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
     """The flags the run gets unless `given`: the paper's recipe, the small run when no data is named, and the
     settings of the machine it runs on."""
     defaults = dict(PAPER_RECIPE)
-    if not given & DATA_SOURCE_FLAGS:
+    if not (given & DATA_SOURCE_FLAGS) - {"builtin_dataset"}:  # the built-in corpus, named or not
         defaults.update(BUILTIN_RUN)
     for kind in ("save", "eval"):  # --save_steps alone means saving by steps, as with transformers' own defaults
         if f"{kind}_steps" in given:
@@ -516,6 +519,32 @@ def check_scoring_folder(model_args, training_args) -> None:
             f"--output_dir {training_args.output_dir} is the folder of --model_name_or_path: {what}. Give another "
             f"--output_dir, e.g. {os.path.join(training_args.output_dir, 'tuned' if training_args.do_train else 'scored')}."
         )
+
+
+def warn_about_another_direction(model: str | None, data_args, training: bool) -> None:
+    """Warn when a saved model (a run's folder or one of its checkpoints) was trained on another language direction
+    than the flags give, as its card inputs record: scored with --source_lang and --target_lang swapped, the
+    Multi30k model wrote German gibberish for German sources and scored BLEU 0.9, without a word."""
+    if not model or not os.path.isdir(model):
+        return
+    folder = Path(model)
+    for candidate in (folder, folder.parent) if re.fullmatch(r"checkpoint-\d+", folder.name) else (folder,):
+        try:
+            inputs = json.loads((candidate / CARD_INPUTS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        learned = (inputs.get("source_lang"), inputs.get("target_lang"))
+        given = (data_args.source_lang, data_args.target_lang)
+        if None in learned or learned == given:
+            return
+        swapped = " (the other way round)" if learned == given[::-1] else ""
+        why = ("fine-tuning starts from a model of that direction" if training else
+               "it translates as it learned, and these scores will say little about it")
+        logger.warning(
+            "%s was trained to translate %s -> %s, and this run gives --source_lang %s --target_lang %s%s: %s. "
+            "Check the two flags.", model, *learned, *given, swapped, why,
+        )
+        return
 
 
 def check_fsdp_saving(training_args) -> None:
@@ -966,6 +995,8 @@ def main(argv: list[str] | None = None) -> dict:
         resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
         if resume_from is None:
             clear_earlier_checkpoints(training_args)
+    if resume_from is None:
+        clear_earlier_results(training_args)
 
     # validation and test keep their blank pairs in place: their translations are written out line for line
     loaded = load_translation_datasets(data_args, keep_blank_evaluation_pairs=True)
@@ -1016,7 +1047,8 @@ def main(argv: list[str] | None = None) -> dict:
     # The Trainer's own push would upload its generic model card; this script pushes once, at the end, with ours.
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False
     if "validation" not in tokenized and training_args.eval_strategy != IntervalStrategy.NO:
-        logger.warning("No validation split: evaluation during training is off.")
+        if training_args.do_train:  # a run that does not train has nothing to say about it
+            logger.warning("No validation split: evaluation during training is off.")
         training_args.eval_strategy = IntervalStrategy.NO
     trainer = TokenBatchingSeq2SeqTrainer(
         model=model,
@@ -1040,7 +1072,16 @@ def main(argv: list[str] | None = None) -> dict:
     for split, prefix in (("validation", "eval"), ("test", "predict")):
         if split not in tokenized:
             continue
-        prediction = trainer.predict(tokenized[split], metric_key_prefix=prefix)
+        try:
+            prediction = trainer.predict(tokenized[split], metric_key_prefix=prefix)
+        except KeyboardInterrupt:  # Ctrl-C while scoring: the trained model is saved already
+            if not training_args.do_train:
+                raise
+            raise KeyboardInterrupt(
+                f"the run's model is saved in {training_args.output_dir}, not scored: score it with "
+                f"--model_name_or_path {training_args.output_dir} --do_train false --output_dir "
+                f"{Path(training_args.output_dir) / 'scored'}."
+            ) from None
         metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
         if prefix == "eval" and training_args.do_train:
             trainer.log(metrics)  # the final point of the training curves
@@ -1229,8 +1270,11 @@ def data_source_description(data_args: DataArguments) -> str | None:
     if data_args.builtin_dataset:
         return f"the built-in `{data_args.builtin_dataset}` corpus (number words generated with num2words)"
     if data_args.train_prefix:
-        prefix, languages = Path(data_args.train_prefix).name, (data_args.source_lang, data_args.target_lang)
-        return "local files " + " and ".join(f"`{prefix}.{lang}`" for lang in languages)
+        try:  # the files read, .gz or not
+            files = resolve_parallel_files(data_args.train_prefix, data_args.source_lang, data_args.target_lang)
+        except FileNotFoundError:  # gone since
+            files = [Path(f"{data_args.train_prefix}.{lang}") for lang in (data_args.source_lang, data_args.target_lang)]
+        return "local files " + " and ".join(f"`{path.name}`" for path in files)
     if data_args.train_file:
         return f"the local file `{Path(data_args.train_file).name}`"
     if data_args.dataset_name and os.path.exists(data_args.dataset_name):
@@ -1267,6 +1311,33 @@ def clear_earlier_checkpoints(training_args) -> None:
                            training_args.output_dir, names)
             for checkpoint in earlier:
                 shutil.rmtree(checkpoint)
+
+
+RESULT_FILES = ("all_results.json", "train_results.json", "eval_results.json", "predict_results.json",
+                "generated_predictions.txt")
+"""What a run writes of its scores and translations: the Trainer's `save_metrics` adds to an `all_results.json`
+it finds, so a second run into the folder would report the first one's scores beside its own."""
+
+
+def clear_earlier_results(training_args) -> None:
+    """A new run (not resumed) must not find an earlier run's results in its --output_dir: with
+    --overwrite_output_dir they are deleted (by the main process), otherwise the run stops before any work."""
+    earlier = [name for name in RESULT_FILES if Path(training_args.output_dir, name).is_file()]
+    if not earlier:
+        return
+    if not training_args.overwrite_output_dir:
+        raise InputError(
+            f"--output_dir {training_args.output_dir} holds the results of an earlier run ({', '.join(earlier)}), "
+            "which this run's would be mixed with (all_results.json adds them up). Give a new --output_dir, or pass "
+            "--overwrite_output_dir true to replace them."
+        )
+    with training_args.main_process_first(desc="listing an earlier run's results"):
+        pass  # every process has seen them before the main process deletes them
+    if training_args.process_index == 0:
+        logger.warning("--overwrite_output_dir: deleting the earlier run's results in %s: %s",
+                       training_args.output_dir, ", ".join(earlier))
+        for name in earlier:
+            Path(training_args.output_dir, name).unlink()
 
 
 def resume_checkpoint(training_args) -> str | None:
@@ -1372,7 +1443,7 @@ def check_training_left(checkpoint: str, training_args) -> None:
         if step == training_args.max_steps:  # the Trainer would train one step more
             raise InputError(
                 f"{checkpoint} is at step {step}, --max_steps: the training is complete (the run stopped after saving "
-                f"its last checkpoint). {finish_without_training(checkpoint)}; or give --max_steps above {step} to "
+                f"its last checkpoint). {finish_without_training(checkpoint, training_args)}; or give --max_steps above {step} to "
                 "train on."
             )
         return
@@ -1386,16 +1457,24 @@ def check_training_left(checkpoint: str, training_args) -> None:
     if finished or done >= epochs - 1e-6:
         raise InputError(
             f"{checkpoint} is at step {step}, the end of --num_train_epochs {epochs:g}: the training is complete "
-            f"(the run stopped after saving its last checkpoint). {finish_without_training(checkpoint)}; or give "
+            f"(the run stopped after saving its last checkpoint). {finish_without_training(checkpoint, training_args)}; or give "
             f"--num_train_epochs above {epochs:g} to train on."
         )
 
 
-def finish_without_training(checkpoint: str) -> str:
-    run = Path(checkpoint).parent
+def finish_without_training(checkpoint: str, training_args) -> str:
+    """How to finish a run whose training is complete: score the model it saved (it was stopped in the final
+    evaluation), else the model it would have saved, the average of its last checkpoints where it averages them."""
+    run, step = Path(checkpoint).parent, checkpoint_step(checkpoint)
+    if (run / "model.safetensors").is_file() and checkpoint_state(run).get("global_step") == step:
+        return (f"Its model is saved in {run}: score it with --model_name_or_path {run} --do_train false "
+                f"--output_dir {run / 'scored'}")
+    count = training_args.average_last_checkpoints
+    if not count:
+        return f"Finish it without training: score its last checkpoint with --model_name_or_path {checkpoint} --do_train false"
     return (f"Finish it without training: average the last checkpoints (python scripts/average_checkpoints.py {run} "
-            f"--output_dir {run / 'averaged'}) and score the average with --model_name_or_path {run / 'averaged'} "
-            "--do_train false")
+            f"--last {count} --output_dir {run / 'averaged'}) and score the average with --model_name_or_path "
+            f"{run / 'averaged'} --do_train false")
 
 
 def decode_predictions(tokenizer, predictions) -> list[str]:

@@ -8,10 +8,13 @@ Uploads the model, tokenizer, generation config, the model's code (for trust_rem
 pipeline, the model card (README.md, rendered again with the repository's id) and the run's results and plots,
 leaving out checkpoints and the training state (optimizer, scheduler, RNG state, trainer_state.json,
 training_args.bin). DIR may be a checkpoint-* folder: its card then says so, with its own scores. DIR itself is
-left as it is. The repository (or branch) then holds what DIR has: the files of an earlier push that DIR does not
-have are deleted in the same commit, and named. A repository holding another kind of model (another model_type in
-its config.json) is refused unless --overwrite is given. The token is HF_TOKEN or the one `hf auth login` saved,
-unless --token is given; HF_ENDPOINT selects another Hub.
+left as it is; where it lacks the model's code or config.json's auto_map (saved by an older version or another
+tool), the push adds this package's. DIR must hold this package's model (model_type vanilla_transformer; convert a
+MarianMTModel with hf_vanilla_transformer.from_marian first). The repository (or branch) then holds what DIR has:
+the files of an earlier push that DIR does not have are deleted in the same commit, and named. A repository holding
+another kind of model (another model_type in its config.json) is refused unless --overwrite is given. --private
+makes an existing public repository private. The token is HF_TOKEN or the one `hf auth login` saved, unless
+--token is given; HF_ENDPOINT selects another Hub.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     parser.add_argument("model_dir", metavar="DIR", help="the saved model directory")
     parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub repository, namespace/name (created if needed)")
     parser.add_argument("--private", action="store_true", default=None,
-                        help="create the repository private (an existing one keeps its visibility)")
+                        help="make the repository private (created so, or an existing public one made private)")
     parser.add_argument("--revision", default=None, help="branch to push to, created from main if needed")
     parser.add_argument("--token", default=None, help="a Hub token (default: HF_TOKEN or `hf auth login`'s)")
     parser.add_argument("--commit_message", default="Upload translation model", help="the commit's title")
@@ -52,11 +55,13 @@ def main(argv: list[str] | None = None):
     args, parser = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
     from hf_vanilla_transformer.hub import (
-        check_model_dir, check_push_target, hub_error_message, left_out_of_push, push_model_dir,
+        check_model_dir, check_push_target, check_saved_model_type, hub_error_message, left_out_of_push,
+        push_model_dir,
     )
 
     try:
         check_model_dir(args.model_dir)
+        check_saved_model_type(args.model_dir)
         check_push_target(args.repo_id, args.token)
     except (FileNotFoundError, InputError) as error:
         parser.error(str(error).replace("the token flag", "--token"))

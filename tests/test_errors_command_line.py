@@ -543,28 +543,26 @@ def test_a_push_the_hub_would_refuse_stops_before_training(hub_server, tmp_path,
     assert not (tmp_path / "out").exists()  # before any work
 
 
-def test_a_push_into_another_kind_of_model_says_the_run_is_saved(hub_server, tmp_path):  # noqa: F811
-    """The push at the end refuses a repository holding another model type: the message said so, but not that the
-    trained run is saved, nor how to push it."""
-    hub_server.run_python("""
-import json, tempfile, pathlib
-from huggingface_hub import HfApi
-folder = pathlib.Path(tempfile.mkdtemp())
-(folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-HfApi().create_repo("user/a-gpt2", exist_ok=True)
-HfApi().upload_folder(repo_id="user/a-gpt2", folder_path=folder)
-""", hf_home=tmp_path / "home")
+def test_a_push_that_fails_after_training_says_the_run_is_saved(tmp_path, monkeypatch):
+    """The push at the end fails (a repository of another model type, made during the training; a refusal of the
+    Hub's): the message said so, but not that the trained run is saved, nor how to push it. (A repository of another
+    model type before the training is refused then: tests/test_hub_roundtrip.py.)"""
+    from hf_vanilla_transformer import training
+
+    def refuse(training_args):
+        raise InputError("user/a-gpt2 holds another kind of model (model_type 'gpt2' in its config.json).")
+
+    monkeypatch.setattr(training, "check_push_flags", lambda training_args: None)
+    monkeypatch.setattr(training, "push_from_training_args", refuse)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(out),
-         "--number_words_train_size", "100", "--number_words_eval_size", "4", "--d_model", "16", "--layers", "1",
-         "--attention_heads", "2", "--ffn_dim", "32", "--vocab_size", "280", "--max_steps", "2", "--push_to_hub",
-         "--hub_model_id", "user/a-gpt2"],
-        env=hub_server.env(tmp_path / "home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
-    )
-    last = proc.stderr.strip().splitlines()[-1]
-    assert proc.returncode == 2 and f"The run is saved in {out}, but pushing it failed." in last, proc.stderr[-2000:]
-    assert "another kind of model (model_type 'gpt2'" in last and (out / "model.safetensors").exists()
+    with pytest.raises(InputError) as error:
+        training.main(["--output_dir", str(out), "--number_words_train_size", "100", "--number_words_eval_size", "4",
+                       "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32",
+                       "--vocab_size", "280", "--max_steps", "2", "--push_to_hub", "--hub_model_id", "user/a-gpt2",
+                       "--disable_tqdm", "true"])
+    assert str(error.value).startswith(f"The run is saved in {out}, but pushing it failed.")
+    assert "another kind of model (model_type 'gpt2'" in str(error.value) and (out / "model.safetensors").exists()
+    assert f"python scripts/push_to_hub.py {out} user/a-gpt2" in str(error.value)
 
 
 def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_path, monkeypatch, capsys, caplog):
@@ -592,7 +590,7 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
     status, err = run_script("train_translation", *run, "--max_steps", "4", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "is at step 4, --max_steps: the training is complete" in err
-    assert f"python scripts/average_checkpoints.py {tmp_path / 'run'} --output_dir" in err
+    assert f"Its model is saved in {tmp_path / 'run'}: score it with --model_name_or_path {tmp_path / 'run'}" in err
     last = tmp_path / "run" / "checkpoint-4"
     (last / "pytorch_model_fsdp_0").mkdir()  # a sharded FSDP checkpoint, resumed without FSDP: a traceback
     status, err = run_script("train_translation", *run, "--max_steps", "8", *resume,

@@ -3,6 +3,7 @@
 `trust_remote_code=True` only: the same translations. Real huggingface_hub and transformers code paths, in
 subprocesses whose only link to the server is HF_ENDPOINT and HF_TOKEN."""
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -96,9 +97,17 @@ print(json.dumps(result))
     assert result["generated"] == expected["main"]
     assert result["piped"] == expected["main"]
 
-    # 3. without the package: trust_remote_code=True only, main and branch v1
+    # 3. without the package: trust_remote_code=True only, main and branch v1; the card's code, where a question
+    # ("Do you wish to run the custom code? [y/N]") would find no answer
     proc = hub_server.run_python(TRANSLATE + f"""
-from huggingface_hub import HfApi
+import os, re, sys
+from huggingface_hub import HfApi, hf_hub_download
+
+card = open(hf_hub_download({REPO_ID!r}, "README.md"), encoding="utf-8").read()
+sys.stdin = open(os.devnull)
+card_code = {{}}
+exec(re.findall(r"```python\\n(.*?)```", card, flags=re.S)[1], card_code)  # the code without the package
+assert "tokenizer" in card_code, "the card's code loads no tokenizer"
 
 model = AutoModelForSeq2SeqLM.from_pretrained({REPO_ID!r}, trust_remote_code=True)
 assert type(model).__module__.startswith("transformers_modules"), type(model)
@@ -145,6 +154,7 @@ def test_training_script_pushes_with_its_card(hub_server, tmp_path):  # noqa: F8
     proc = subprocess.run([sys.executable, *args], env=hub_server.env(tmp_path / "home", PYTHONPATH=str(REPO)),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f"Pushed {out} to the Hub: {hub_server.url}/user/numbers-de-en/commit/" in proc.stdout  # it said nothing
     pulled = hub_server.run_python(
         TRANSLATE + """
 from huggingface_hub import HfApi
@@ -166,3 +176,82 @@ print(json.dumps({"files": sorted(files), "card": card, "type": type(model).__na
     assert not [f for f in result["files"] if f.startswith("checkpoint-")]
     assert "model-index" in result["card"] and "vanilla_transformer" in result["card"]
     assert result["type"] == "VanillaTransformerForConditionalGeneration"
+
+
+def test_training_script_refuses_a_repository_of_another_model_type_before_training(hub_server, tmp_path):  # noqa: F811
+    """--hub_model_id naming a repository that holds another kind of model was refused by the push at the end, after
+    all the training."""
+    hub_server.run_python("""
+import json, tempfile, pathlib
+from huggingface_hub import HfApi
+folder = pathlib.Path(tempfile.mkdtemp())
+(folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+HfApi().create_repo("user/gpt2-before-training")
+HfApi().upload_folder(repo_id="user/gpt2-before-training", folder_path=folder)
+""", hf_home=tmp_path / "home")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(out),
+         "--number_words_train_size", "100", "--number_words_eval_size", "4", "--d_model", "16", "--layers", "1",
+         "--attention_heads", "2", "--ffn_dim", "32", "--vocab_size", "280", "--max_steps", "2", "--push_to_hub",
+         "--hub_model_id", "gpt2-before-training", "--hub_revision", "v2"],  # the token's namespace; a new branch
+        env=hub_server.env(tmp_path / "home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "--push_to_hub, checked before training: user/gpt2-before-training holds " \
+        "another kind of model (model_type 'gpt2'" in last, proc.stderr[-2000:]
+    assert not out.exists()  # before any work
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_a_folder_saved_without_the_code_is_pushed_with_it(hub_server, tmp_path):  # noqa: F811
+    """A model folder without the model's code files and config.json's `auto_map` (an older version's, or another
+    tool's save) was pushed without them: the card's `trust_remote_code=True` loading failed. The push adds this
+    package's, in its staging copy; the folder stays as it is."""
+    folder = make_tiny_model_dir(tmp_path / "no-code")
+    for code in folder.glob("*.py"):
+        code.unlink()
+    config = json.loads((folder / "config.json").read_text())
+    del config["auto_map"]
+    config.pop("custom_pipelines", None)
+    (folder / "config.json").write_text(json.dumps(config))
+    before = tree(folder)
+    expected = [r["translation_text"] for r in pipeline(TASK, model=str(folder))(SOURCES)]
+
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(folder), "user/no-code"],
+        env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{folder} lacks the model's code for trust_remote_code=True loading: pushed with this package's " \
+        "(configuration_vanilla_transformer.py, modeling_vanilla_transformer.py, " in proc.stderr
+    assert "auto_map: AutoConfig, AutoModel, AutoModelForSeq2SeqLM)" in proc.stderr
+    assert tree(folder) == before
+
+    proc = hub_server.run_python(TRANSLATE + """
+from huggingface_hub import HfApi, hf_hub_download
+
+model = AutoModelForSeq2SeqLM.from_pretrained("user/no-code", trust_remote_code=True)
+assert type(model).__module__.startswith("transformers_modules"), type(model)
+tokenizer = AutoTokenizer.from_pretrained("user/no-code", trust_remote_code=True)
+print(json.dumps({
+    "auto_map": json.load(open(hf_hub_download("user/no-code", "config.json")))["auto_map"],
+    "files": HfApi().list_repo_files("user/no-code"),
+    "generated": generated(model, tokenizer),
+    "piped": piped(pipeline(model="user/no-code", trust_remote_code=True)),
+}))
+""", hf_home=tmp_path / "remote_home", hide_modules=("hf_vanilla_transformer",))
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["auto_map"] == {
+        "AutoConfig": "configuration_vanilla_transformer.VanillaTransformerConfig",
+        "AutoModel": "modeling_vanilla_transformer.VanillaTransformerModel",
+        "AutoModelForSeq2SeqLM": "modeling_vanilla_transformer.VanillaTransformerForConditionalGeneration",
+    }
+    assert {"configuration_vanilla_transformer.py", "modeling_vanilla_transformer.py",
+            "pipeline_translation.py"} <= set(result["files"])
+    assert result["generated"] == result["piped"] == expected
+    assert hub_server.unhandled == []

@@ -20,7 +20,13 @@ from hf_vanilla_transformer.trainer import (
     last_complete_checkpoint,
     run_checkpoints,
 )
-from hf_vanilla_transformer.training import check_training_left, main, parse_arguments, resume_checkpoint
+from hf_vanilla_transformer.training import (
+    check_training_left,
+    finish_without_training,
+    main,
+    parse_arguments,
+    resume_checkpoint,
+)
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 RUN = [
@@ -62,6 +68,9 @@ def test_sigkill_then_resume_ends_with_the_same_loss(uninterrupted, tmp_path):
     resumed_from = last_complete_checkpoint(out)
     assert resumed_from is not None and int(resumed_from.name.split("-")[1]) < 120
 
+    checkpoints = run_checkpoints(out)
+    for age, folder in enumerate(checkpoints):  # dated as a copy may date them (cp -r): the latest step oldest
+        os.utime(folder, (time.time() - 100 - age, time.time() - 100 - age))
     resumed = subprocess.run(
         # --save_total_limit 2: the checkpoint resumed from is deleted before the run ends (its step is read first)
         command(out, "--resume_from_checkpoint", "true", "--log_level", "info", "--save_total_limit", "2"), check=True,
@@ -73,6 +82,7 @@ def test_sigkill_then_resume_ends_with_the_same_loss(uninterrupted, tmp_path):
     step = int(resumed_from.name.split("-")[1])
     log = resumed.stdout + resumed.stderr
     assert re.search(rf"Resuming training from checkpoint with epoch \d+ and global step {step}\b", log)
+    assert "Dating the checkpoints of" in log  # in step order, for --save_total_limit (test below)
     # the card's training time and mean loss are the second process's, and say so
     card = (out / "README.md").read_text()
     assert f"Training time, after resuming at step {step} (s)" in card
@@ -126,15 +136,55 @@ def test_a_run_that_trained_all_its_epochs_is_not_resumed_into_a_training_loss_o
     results = {name: (out / name).read_text() for name in ("all_results.json", "train_results.json", "README.md")}
     first, last = run_checkpoints(out)
     steps = [int(checkpoint.name.split("-")[1]) for checkpoint in (first, last)]
-    for flags, message in [
-        ([], f"{last} is at step {steps[1]}, the end of --num_train_epochs 2: the training is complete"),
-        (["--num_train_epochs", "1"], f"{last} is at epoch 2, past --num_train_epochs 1: there is nothing left"),
-        (["--resume_from_checkpoint", first, "--num_train_epochs", "1"],
-         f"{first} is at step {steps[0]}, the end of --num_train_epochs 1: the training is complete"),
+    for flags, message, advice in [
+        ([], f"{last} is at step {steps[1]}, the end of --num_train_epochs 2: the training is complete",
+         f"Its model is saved in {out}: score it with --model_name_or_path {out} --do_train false"),
+        (["--num_train_epochs", "1"], f"{last} is at epoch 2, past --num_train_epochs 1: there is nothing left", ""),
+        (["--resume_from_checkpoint", first, "--num_train_epochs", "1"],  # the run's model is another step's
+         f"{first} is at step {steps[0]}, the end of --num_train_epochs 1: the training is complete",
+         f"score its last checkpoint with --model_name_or_path {first} --do_train false"),
     ]:
         with pytest.raises(InputError, match=re.escape(message)) as error:
             main(list(map(str, [*run, "--resume_from_checkpoint", "true", *flags])))
-        assert f"python scripts/average_checkpoints.py {out}" in str(error.value) or "past" in message
+        assert advice in str(error.value)
     assert results == {name: (out / name).read_text() for name in results}
     _, _, args = parse_arguments(list(map(str, run)))
     check_training_left(str(first), args)  # an epoch left to train
+    # a run that averages its last checkpoints is finished by averaging as many (the default --last is 5)
+    _, _, args = parse_arguments(list(map(str, [*run, "--average_last_checkpoints", "2"])))
+    assert f"average_checkpoints.py {out} --last 2 --output_dir" in finish_without_training(str(first), args)
+
+
+def test_a_copied_runs_checkpoints_are_deleted_by_step(tmp_path):
+    """transformers 5 deletes checkpoints beyond --save_total_limit oldest first by their folders' times: in a run
+    copied with `cp -r` those are the copy's order, and resuming kept checkpoint-15 over checkpoint-20."""
+    from transformers.trainer_utils import rotate_checkpoints
+
+    from hf_vanilla_transformer.trainer import order_checkpoint_times_by_step
+
+    steps = [5, 10, 15, 20, 25]
+    for age, step in zip([3, 1, 5, 4, 2], steps):  # as a copy dated them
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        os.utime(tmp_path / f"checkpoint-{step}", (time.time() - 100 * age, time.time() - 100 * age))
+    order_checkpoint_times_by_step(tmp_path)
+    (tmp_path / "checkpoint-30").mkdir()  # the resumed run's next save
+    rotate_checkpoints(str(tmp_path), save_total_limit=3, use_mtime=True)  # as Trainer._save_checkpoint calls it
+    assert [p.name for p in run_checkpoints(tmp_path)] == ["checkpoint-20", "checkpoint-25", "checkpoint-30"]
+
+
+def test_ctrl_c_while_scoring_the_trained_model_says_it_is_saved(tmp_path, monkeypatch):
+    """The model is saved before the final evaluation: Ctrl-C there said only "interrupted"."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    def predict(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "predict", predict)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt, match=re.escape(f"the run's model is saved in {out}, not scored: score it "
+                                                          f"with --model_name_or_path {out} --do_train false")):
+        main(list(map(str, ["--output_dir", out, "--number_words_train_size", "32", "--number_words_eval_size", "4",
+                            "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32",
+                            "--max_steps", "1", "--save_strategy", "no", "--eval_strategy", "no",
+                            "--average_last_checkpoints", "0", "--disable_tqdm", "true"])))
+    assert (out / "model.safetensors").is_file()

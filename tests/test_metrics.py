@@ -49,7 +49,7 @@ CHINESE = ["我们在公园里散步。", "一只猫坐在垫子上。", "两只
 def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
     """13a splits at spaces and punctuation: a Chinese sentence is one token, and a perfect translation scored 0."""
     assert compute_translation_metrics(CHINESE, CHINESE)["bleu"] == pytest.approx(0.0)
-    for language in ("zh", "zh-CN", "zh_Hant", "ZH", "zho"):
+    for language in ("zh", "zh-CN", "zh_Hant", "ZH", "zho", "cmn", "cmn_Hans", "yue"):
         assert bleu_tokenizer(language) == "zh"
     for language in ("de", "en", "ru", "ar", None):
         assert bleu_tokenizer(language) == "13a"

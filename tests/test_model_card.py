@@ -210,9 +210,44 @@ def test_a_fine_tuned_model_names_its_base_model(model_dir, tmp_path):
     card = create_model_card(model_dir, source_lang="en", target_lang="de", base_model="Helsinki-NLP/opus-mt-en-de")
     assert card.data.base_model == "Helsinki-NLP/opus-mt-en-de"  # Hub metadata: the model tree links them
     assert "Fine-tuned from `Helsinki-NLP/opus-mt-en-de`: its weights were the starting point" in card.text
-    local = create_model_card(model_dir, source_lang="en", target_lang="de", base_model=str(model_dir))
-    assert local.data.base_model is None and f"Fine-tuned from `{model_dir}`" in local.text  # no Hub id to link
+    local = create_model_card(model_dir, source_lang="en", target_lang="de", base_model=str(model_dir),
+                              repo_id="user/x")
+    assert local.data.base_model is None and "Fine-tuned from the local model `model`" in local.text  # no Hub id
+    assert str(model_dir.parent) not in local.text
     assert "Fine-tuned from" not in create_model_card(model_dir, source_lang="en", target_lang="de").text
+
+
+def test_local_paths_are_not_published(model_dir, tmp_path):
+    """`--model_name_or_path /home/alice/runs/x` put the user's folders in the published card ("Fine-tuned from
+    `/home/alice/runs/x`", "The vocabulary is the one of `/home/...`") and in model_card_inputs.json, pushed with it;
+    a card rendered again from such stored inputs showed them too."""
+    base = tmp_path / "alice" / "runs" / "base-run"
+    base.mkdir(parents=True)
+    folder = shutil.copytree(model_dir, tmp_path / "model",
+                             ignore=shutil.ignore_patterns("README.md", CARD_INPUTS_FILE))
+    save_model_card(folder, repo_id="user/x", source_lang="de", target_lang="en", base_model=str(base),
+                    tokenizer_from=str(base),
+                    dataset_name=str(tmp_path / "alice" / "corpus"), dataset_description="the local file `train.jsonl`")
+    stored = (folder / CARD_INPUTS_FILE).read_text()
+    for text in ((folder / "README.md").read_text(), stored):
+        assert str(tmp_path) not in text and "alice" not in text
+    text = (folder / "README.md").read_text()
+    assert "Fine-tuned from the local model `base-run`" in text
+    assert "The vocabulary is the one of the local folder `base-run`, reused" in text
+    update_model_card(folder, repo_id="user/x")  # rendered again, from the stored inputs, where the folder is not
+    card = ModelCard.load(folder / "README.md")
+    assert card.data.base_model is None and "Fine-tuned from the local model `base-run`" in card.text
+    # an older run's stored inputs, with the paths of the machine it trained on, which do not exist here
+    older = {"base_model": "/home/alice/runs/x", "tokenizer_from": "/home/alice/runs/x",
+             "dataset_description": "local files `../shared/data/train.de` and `/home/alice/data/train.en`"}
+    (folder / CARD_INPUTS_FILE).write_text(json.dumps({"source_lang": "de", "target_lang": "en", **older}))
+    update_model_card(folder, repo_id="user/x")
+    for text in ((folder / "README.md").read_text(), (folder / CARD_INPUTS_FILE).read_text()):
+        assert "/home/alice" not in text and "../shared" not in text
+    text = (folder / "README.md").read_text()
+    assert "Fine-tuned from the local model `x`" in text and "the one of the local folder `x`" in text
+    assert "local files `train.de` and `train.en`" in text
+    assert ModelCard.load(folder / "README.md").data.base_model is None
 
 
 def test_pre_ln_and_no_metrics(tmp_path):
@@ -349,3 +384,66 @@ def test_the_training_script_describes_its_data(tmp_path):
     _, hub, _ = parse_arguments(["--output_dir", str(tmp_path), "--dataset_name", "wmt/wmt14", "--source_lang", "de",
                                  "--target_lang", "en"])
     assert data_source_description(hub) is None
+
+
+def test_the_output_projection_bias_of_a_converted_marian_model_is_in_the_architecture(tmp_path):
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    assert "has a bias" not in create_model_card(model_dir).text
+    config = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps({**config, "output_bias": True}))
+    row = next(line for line in create_model_card(model_dir).text.splitlines() if line.startswith("| Embeddings |"))
+    assert "the output projection has a bias (not in the paper: a converted Marian model's" in row
+
+
+def test_the_code_without_the_package_loads_the_tokenizer_as_remote_code(model_dir):
+    """Without trust_remote_code=True, AutoTokenizer asks "Do you wish to run the custom code? [y/N]" for this
+    model type, which a notebook waits on."""
+    text = create_model_card(model_dir, repo_id="user/x", source_lang="de", target_lang="en").text
+    without_package = python_blocks(text)[1]
+    assert 'AutoTokenizer.from_pretrained("user/x", trust_remote_code=True)' in without_package
+    assert "model.generate(**inputs)" in without_package and "import hf_vanilla_transformer" not in without_package
+
+
+def test_the_install_line_links_the_project_only_where_its_address_is_known(model_dir, monkeypatch):
+    from email.message import Message
+    from importlib import metadata
+
+    def install_line(**card):
+        text = create_model_card(model_dir, source_lang="de", target_lang="en", **card).text
+        return next(line for line in text.splitlines() if "pip install hf-vanilla-transformer" in line)
+
+    package = Message()
+    monkeypatch.setattr(metadata, "metadata", lambda name: package)  # metadata without any address: no link made up
+    assert "](" not in install_line()
+    assert "[its source](https://example.org/hf-vanilla-transformer)" in install_line(
+        project_url="https://example.org/hf-vanilla-transformer")
+    package["Project-URL"] = "Source, https://example.org/source"
+    assert "`pip install hf-vanilla-transformer`; [its source](https://example.org/source)" in install_line()
+
+
+@pytest.mark.parametrize("data, generated", [
+    (dict(dataset_description="the built-in `number_words` corpus (number words generated with num2words)"), True),
+    (dict(dataset_name="built-in number_words (num2words)"), True),  # as older runs named it
+    (dict(dataset_description="local files `train.de` and `train.en`"), False),
+    (dict(dataset_name="bentrevett/multi30k"), False),
+])
+def test_the_limitations_fit_the_training_data(model_dir, data, generated):
+    """The built-in corpus is number words that num2words generates, not web or crowd-sourced text."""
+    text = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS, **data).text
+    limitations = text.split("## Limitations")[1].split("## Citation")[0]
+    assert ("web or crowd-sourced text" in limitations) is not generated
+    assert ("number words that a program generated (num2words)" in limitations) is generated
+    assert "Do not use it where a mistranslation causes harm" in limitations
+
+
+def test_a_card_of_an_unrecorded_run_guesses_neither_data_nor_vocabulary_nor_decoding(model_dir):
+    """A checkpoint pushed before its run finished has figures (its step, epoch, evaluation) but no record of the
+    run's data or settings: its card said "Parallel text, from local files." and that a BPE vocabulary was learned."""
+    text = create_model_card(model_dir, metrics={"eval_bleu": 1.0, "epoch": 2.0}, run_recorded=False,
+                             training_args=[("Checkpoint", "step 10 of 20")]).text
+    assert "The training data is not recorded with this model." in text and "from local files" not in text
+    assert "is learned" not in text and "One vocabulary serves source and target text" in text
+    assert "(the run's evaluation settings are not recorded)" in decoding_words(text)
+    recorded = create_model_card(model_dir, metrics={"eval_bleu": 1.0, "epoch": 2.0},
+                                 training_args=[("Checkpoint", "step 10 of 20")]).text
+    assert "from local files" in recorded and "not recorded" not in decoding_words(recorded)

@@ -2,7 +2,8 @@
 checkpoints: the model, tokenizer, code, card and the run's results, never the training state (optimizer, scheduler,
 RNG state, trainer_state.json, training_args.bin) nor checkpoints; a checkpoint gets a card with its own scores. The
 pushed folder is left as it is; the repository ends up holding what the push uploaded, and nothing of another kind
-of model is replaced without --overwrite; a network failure is one line."""
+of model is replaced without --overwrite, nor pushed from a folder; --private makes a public repository private; a
+network failure is one line."""
 
 import hashlib
 import json
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hf_vanilla_transformer.errors import run_command
-from hf_vanilla_transformer.hub import left_out_of_push
-from hf_vanilla_transformer.model_card import save_model_card
+from hf_vanilla_transformer.errors import InputError, run_command
+from hf_vanilla_transformer.hub import checkpoint_card, left_out_of_push, push_model_dir
+from hf_vanilla_transformer.model_card import CARD_INPUTS_FILE, create_model_card, save_model_card
 from hub_server import hub_server  # noqa: F401  (fixture)
 from tiny_translation_model import load_script, make_tiny_model_dir
 
@@ -37,8 +38,10 @@ def run_dir(tmp_path):
     shutil.copytree(run, checkpoint)
     for name in CHECKPOINT_STATE:
         (checkpoint / name).write_bytes(b"\x80\x04state")
-    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 10, "epoch": 2.0, "log_history": [
-        {"loss": 3.5, "step": 5, "epoch": 1.0}, {"eval_bleu": 12.5, "eval_chrf": 30.25, "step": 10, "epoch": 2.0}]}))
+    log_history = [{"loss": 3.5, "step": 5, "epoch": 1.0},
+                   {"eval_bleu": 12.5, "eval_chrf": 30.25, "step": 10, "epoch": 2.0}]
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 10, "max_steps": 20, "epoch": 2.0,
+                                                               "log_history": log_history}))
     metrics = {"eval_bleu": 55.5, "eval_chrf": 70.0, "eval_samples": 8, "train_samples": 100, "epoch": 4.0}
     (run / "all_results.json").write_text(json.dumps(metrics))
     (run / "training_curves.png").write_bytes(b"\x89PNG")
@@ -211,3 +214,79 @@ def test_network_failure_during_upload_is_one_message(run_dir, monkeypatch, caps
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "Cannot reach the Hub" in error and "model.safetensors" in error
     assert "Traceback" not in error
+
+
+def test_the_card_of_a_checkpoint_of_an_unfinished_run_does_not_guess(run_dir):
+    """Before the run has finished, its folder has no card inputs: a checkpoint pushed then had a card saying
+    "Parallel text, from local files." (for any data, the built-in corpus too) and that a BPE vocabulary was learned."""
+    (run_dir / CARD_INPUTS_FILE).unlink()
+    (run_dir / "README.md").unlink()
+    checkpoint = run_dir / "checkpoint-10"
+    text = create_model_card(checkpoint, repo_id="user/step-10", **checkpoint_card(checkpoint)).text
+    assert "The training data is not recorded with this model." in text and "from local files" not in text
+    assert "is learned" not in text
+    assert "| Checkpoint | step 10 of 20; the run's other settings are not recorded with it |" in text
+    assert "| validation | 12.50 | 30.25 |" in text  # its own evaluation, from its trainer_state.json
+
+
+def make_other_model_dir(path: Path, model_type: str) -> Path:
+    """A folder saved by another library: config.json of `model_type`, weights and a tokenizer (this package's)."""
+    from transformers import MarianConfig, MarianMTModel
+
+    tokenizer_source = make_tiny_model_dir(path.parent / f"{path.name}-tokenizer")
+    if model_type == "marian":
+        config = MarianConfig(vocab_size=300, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                              decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, pad_token_id=0,
+                              decoder_start_token_id=0)
+        MarianMTModel(config).save_pretrained(path)
+    else:
+        shutil.copytree(tokenizer_source, path)
+        (path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(tokenizer_source / name, path / name)
+    return path
+
+
+@pytest.mark.parametrize("model_type", ["marian", "gpt2"])
+def test_a_folder_holding_another_kind_of_model_is_not_pushed(hub_server, tmp_path, model_type):  # noqa: F811
+    """A saved MarianMTModel was pushed with this package's card and custom_pipelines, which it cannot serve."""
+    folder = make_other_model_dir(tmp_path / "other", model_type)
+    before = tree(folder)
+    refused = push_script(hub_server, tmp_path / "home", folder, f"user/{model_type}")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert f"{folder} holds a {model_type!r} model (its config.json's model_type), not this package's " \
+           "'vanilla_transformer'" in refused.stderr
+    conversion = f"hf_vanilla_transformer.from_marian(MarianMTModel.from_pretrained({str(folder)!r}))"
+    assert (conversion in refused.stderr) == (model_type == "marian")
+    exists = hub_server.run_python(
+        f"from huggingface_hub import HfApi; print(HfApi().repo_exists('user/{model_type}'))", hf_home=tmp_path / "home")
+    assert exists.stdout.strip().splitlines()[-1] == "False" and tree(folder) == before
+    with pytest.raises(InputError, match="not this package's"):  # the library call refuses it too, before the Hub
+        push_model_dir(folder, "user/x")
+
+
+def test_private_makes_a_public_repository_private(hub_server, run_dir, tmp_path):  # noqa: F811
+    """--private (and the Trainer's --hub_private_repo) left an existing public repository public, without a word."""
+    hub_server.run_python("""
+from huggingface_hub import HfApi
+for name in ("user/public", "user/public-trainer"):
+    HfApi().create_repo(name, private=False)
+""", hf_home=tmp_path / "home")
+    pushed = push_script(hub_server, tmp_path / "home", run_dir, "user/public", "--private")
+    assert pushed.returncode == 0, pushed.stderr
+    assert "user/public was public: made it private, as asked, before uploading." in pushed.stderr
+    proc = hub_server.run_python(f"""
+from huggingface_hub import HfApi
+from transformers import Seq2SeqTrainingArguments
+from hf_vanilla_transformer.hub import push_from_training_args
+
+push_from_training_args(Seq2SeqTrainingArguments(output_dir={str(run_dir)!r}, hub_model_id="user/public-trainer",
+                                                 hub_private_repo=True, report_to=[]))
+print([HfApi().model_info(name).private for name in ("user/public", "user/public-trainer")])
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
+    assert proc.stdout.strip().splitlines()[-1] == "[True, True]"
+    assert "user/public-trainer was public: made it private" in proc.stderr
+    public = push_script(hub_server, tmp_path / "home", run_dir, "user/public")  # without --private: as it is
+    assert public.returncode == 0 and "made it private" not in public.stderr, public.stderr
+    assert hub_server.unhandled == []

@@ -211,6 +211,16 @@ def test_a_model_is_evaluated_without_training(builtin_run, tmp_path, capsys):
     assert "Sample translations (de -> en)" in log and "***** train metrics *****" not in log
     assert "The run's model" not in log  # no model was saved
 
+    # scoring again into the folder, the validation split this time: all_results.json added the two runs' scores up
+    with pytest.raises(InputError, match="holds the results of an earlier run .*all_results.json"):
+        main(["--output_dir", str(out), "--model_name_or_path", str(model_dir), *FEW_NUMBERS, "--do_eval",
+              "--overwrite_output_dir", "false"])  # the built-in corpus' default is true
+    run_main("--output_dir", out, "--model_name_or_path", model_dir, *FEW_NUMBERS, "--do_eval",
+             "--per_device_eval_batch_size", "8", "--overwrite_output_dir", "true", capsys=capsys)
+    results = json.loads((out / "all_results.json").read_text())
+    assert "eval_bleu" in results and not any(key.startswith("predict_") for key in results)
+    assert not (out / "predict_results.json").exists()
+
 
 def test_the_card_and_curves_name_the_decoding_evaluation_used(tmp_path, capsys, monkeypatch):
     """--generation_num_beams 1 scores with greedy search: the card said "beam search (4 beams ...)" (the saved
@@ -277,7 +287,7 @@ def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
     assert len((tmp_path / "tuned" / "generated_predictions.txt").read_text().splitlines()) == 16
     assert "Reusing" not in log  # the tokenizer came from the fine-tuned model
     card = " ".join((tmp_path / "tuned" / "README.md").read_text().split())
-    assert f"Fine-tuned from `{out}`" in card  # the model it started from
+    assert f"Fine-tuned from the local model `{out.name}`" in card and str(out) not in card  # by name: the card is published
 
 
 def test_evaluation_files_are_translated_line_for_line_as_translate_py_reads_them(tmp_path, capsys):
@@ -507,6 +517,9 @@ def test_no_data_arguments_means_the_builtin_corpus(tmp_path, monkeypatch):
     model, data, args = parse_arguments(["--output_dir", str(tmp_path)])
     assert data.builtin_dataset == "number_words" and (data.source_lang, data.target_lang) == ("de", "en")
     assert args.warmup_steps == 400 and args.learning_rate == 2e-3 and args.average_last_checkpoints == 3
+    # naming it is the same run (it asked for --source_lang and --target_lang "with your own data")
+    _, named, named_args = parse_arguments(["--output_dir", str(tmp_path), "--builtin_dataset", "number_words"])
+    assert (named.source_lang, named.target_lang, named_args.warmup_steps) == ("de", "en", 400)
     _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--save_strategy", "no"])
     assert args.average_last_checkpoints is None  # the run's averaging yields to the user's saving
     _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--save_total_limit", "1", "--warmup_steps", "100"])
@@ -839,3 +852,29 @@ def test_a_given_tokenizer_without_the_special_tokens_a_model_needs_is_one_messa
         f"{tmp_path / 'empty'} has no tokenizer (no tokenizer.json or tokenizer_config.json). Give --tokenizer_name "
         "a folder written by `tokenizer.save_pretrained(folder)`, or a Hub id, or leave it out to train a tokenizer "
         "on the data.")
+
+
+def test_scoring_a_model_in_another_direction_is_warned_about(builtin_run, tmp_path, capsys, caplog):
+    """Scoring the de -> en model with the languages swapped wrote gibberish and a BLEU near 0, without a word."""
+    model_dir, _ = builtin_run
+    write_lines(tmp_path / "test.en", ["two", "three"])
+    write_lines(tmp_path / "test.de", ["zwei", "drei"])
+    flags = ["--model_name_or_path", model_dir / "checkpoint-10", "--test_prefix", tmp_path / "test", "--do_predict"]
+    run_main("--output_dir", tmp_path / "swapped", *flags, "--source_lang", "en", "--target_lang", "de",
+             capsys=capsys)
+    assert "was trained to translate de -> en, and this run gives --source_lang en --target_lang de (the other way " \
+           "round)" in caplog.text
+    caplog.clear()
+    run_main("--output_dir", tmp_path / "right", *flags, "--source_lang", "de", "--target_lang", "en", capsys=capsys)
+    assert "was trained to translate" not in caplog.text
+
+
+def test_the_card_names_the_files_read(tmp_path):
+    """Multi30k's train.de.gz was named `train.de` in the card."""
+    from hf_vanilla_transformer.training import data_source_description
+
+    write_lines(tmp_path / "train.de.gz", ["zwei"], compress=True)
+    write_lines(tmp_path / "train.en", ["two"])
+    _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "out"), "--train_prefix", str(tmp_path / "train"),
+                                       "--source_lang", "de", "--target_lang", "en"])
+    assert data_source_description(data_args) == "local files `train.de.gz` and `train.en`"

@@ -256,6 +256,8 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"Cannot quantize {args.model}: {error}")
     generate_kwargs = {key: value for key in ("num_beams", "length_penalty", "max_new_tokens")
                        if (value := getattr(args, key)) is not None}
+    if args.max_new_tokens is not None:  # it replaces the model's own max_length (a converted Marian model's 512),
+        translator.model.generation_config.max_length = None  # which transformers would warn about at every batch
     translations = translate_sentences(
         translator, lines, batch_size=args.batch_size, progress=not args.quiet, **generate_kwargs
     )

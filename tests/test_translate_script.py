@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import pipeline
+from transformers import GenerationConfig, pipeline
 
 import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer import packed_linear
@@ -83,6 +83,21 @@ def test_generation_options_pass_through(script, model_dir, monkeypatch, capsys)
     monkeypatch.setattr(sys, "stdin", io.StringIO(SOURCES[1]))
     script.main([str(model_dir), "-q", "--num_beams", "1", "--max_new_tokens", "3"])
     assert capsys.readouterr().out == " ".join(greedy(SOURCES[1])[0]["translation_text"].split()) + "\n"
+
+
+def test_max_new_tokens_replaces_the_models_max_length_without_a_warning(script, tmp_path, monkeypatch, capsys,
+                                                                         caplog):
+    """A converted Marian model's generation config holds max_length 512: --max_new_tokens beside it made transformers
+    warn "Both `max_new_tokens` and `max_length` seem to have been set" at every batch."""
+    model_dir = make_tiny_model_dir(tmp_path / "model", max_new_tokens=None)
+    config = GenerationConfig.from_pretrained(model_dir)
+    config.max_length = 40
+    config.save_pretrained(model_dir)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(SOURCES[1]))
+    script.main([str(model_dir), "-q", "--num_beams", "1", "--max_new_tokens", "3"])
+    greedy = pipeline(TASK, model=str(model_dir), num_beams=1, max_new_tokens=3, max_length=None)
+    assert capsys.readouterr().out == " ".join(greedy(SOURCES[1])[0]["translation_text"].split()) + "\n"
+    assert "seem to have been set" not in caplog.text
 
 
 @pytest.mark.skipif(not packed_linear.INT8_AVAILABLE, reason="no fbgemm int8 kernels here")

@@ -27,11 +27,11 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datasets import Dataset, DatasetDict, Features, load_dataset, load_from_disk
+from datasets import Dataset, DatasetDict, Features, Value, load_dataset, load_from_disk
 from datasets.exceptions import DatasetGenerationError
 from datasets.table import CastError
 
-from .errors import InputError, MissingFileError
+from .errors import USER_ERRORS, InputError, MissingFileError
 from .hub import loading_from
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
@@ -273,8 +273,21 @@ def _translation_dataset(sources: list[str], targets: list[str], source_lang: st
 
 
 def resolve_parallel_files(prefix: str | Path, source_lang: str, target_lang: str) -> tuple[Path, Path]:
-    """Return the files `{prefix}.{lang}` or `{prefix}.{lang}.gz` for both languages (fairseq's `--trainpref`)."""
-    return _resolve_language_file(prefix, source_lang), _resolve_language_file(prefix, target_lang)
+    """Return the files `{prefix}.{lang}` or `{prefix}.{lang}.gz` for both languages (fairseq's `--trainpref`);
+    MissingFileError naming them, which says to leave the language out of a prefix that ends with it."""
+    try:
+        return _resolve_language_file(prefix, source_lang), _resolve_language_file(prefix, target_lang)
+    except MissingFileError as error:
+        name = str(prefix)
+        ending = next((ending for lang in (source_lang, target_lang) for ending in (f".{lang}.gz", f".{lang}")
+                       if name.endswith(ending)), None)
+        if ending is None:
+            raise
+        shorter = name.removesuffix(ending)  # `data/train.en` given: one of the files, not their prefix
+        raise MissingFileError(
+            f"{error} The prefix {name!r} ends with the language ({ending}): give the prefix without it, "
+            f"{shorter!r}, which names {shorter}.{source_lang} and {shorter}.{target_lang} (or .gz)."
+        ) from None
 
 
 def _resolve_language_file(prefix: str | Path, lang: str) -> Path:
@@ -414,7 +427,8 @@ def _chosen_sources(args: TranslationDataArguments) -> list[str]:
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache. A folder
-    written by `save_to_disk` is read with `load_from_disk`, and a local folder's unreadable file is an InputError."""
+    written by `save_to_disk` is read with `load_from_disk`; a local folder of JSON lines, CSV or TSV files is read
+    as `--train_file` reads them (`_load_folder_files`); a local folder's unreadable file is an InputError."""
     folder = Path(args.dataset_name)
     if (folder / "dataset_dict.json").is_file():
         return _load_saved_splits(folder)
@@ -422,31 +436,129 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
         # one Dataset saved with `save_to_disk`: its rows are the train split
         logger.info("%s holds one dataset saved with save_to_disk: it is the train split", folder)
         return DatasetDict({"train": load_from_disk(str(folder))})
-    with loading_from(args.dataset_name, "the dataset"):  # offline, a misspelt id or config: one line that says so
-        try:
-            with _quiet_file_readers():
-                datasets = load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
-        except (DatasetGenerationError, *_GZIP_ERRORS) as error:
-            if not folder.is_dir():
-                raise
-            raise InputError(f"Cannot load the dataset from {folder}: {_folder_problem(folder, error)}") from error
-    if folder.is_dir():
-        _warn_about_guessed_splits(folder)
+    by_names = folder.is_dir() and not _folder_card_names_its_data(folder)  # splits taken from the file names
+    files = _folder_data_files(folder) if by_names else None
+    if by_names and files is None:
+        _refuse_parallel_text_folder(folder, args.source_lang, args.target_lang)
+    if files and not args.dataset_config_name and all(
+        _data_file_format(path) for paths in files.values() for path in paths
+    ):
+        datasets = _load_folder_files(folder, files, args)
+    else:
+        with loading_from(args.dataset_name, "the dataset"):  # offline, a misspelt id or config: one line says so
+            try:
+                with _quiet_file_readers():
+                    datasets = load_dataset(args.dataset_name, args.dataset_config_name, cache_dir=args.cache_dir)
+            except (DatasetGenerationError, *_GZIP_ERRORS) as error:
+                if not folder.is_dir():
+                    raise
+                raise InputError(f"Cannot load the dataset from {folder}: {_folder_problem(folder, error)}") from error
+    if files is not None:
+        _warn_about_guessed_splits(folder, files)
     return datasets
 
 
-def _warn_about_guessed_splits(folder: Path) -> None:
-    """Warn, naming the files, where `load_dataset` took a local folder's splits from file names that do not say
-    them plainly: `mytrain.jsonl` and `holdout.jsonl` both trained on, `eval.jsonl` made test, `valid.jsonl` and
-    `dev.jsonl` merged, `extra.jsonl` not read."""
+def _folder_data_files(folder: Path) -> dict[str, list[Path]] | None:
+    """The data files `load_dataset` takes from a local folder, by the split their names give (`train.jsonl`,
+    `valid.csv`, `test-00001.tsv.gz`); None where it finds none."""
     from datasets.data_files import DataFilesDict, get_data_patterns
 
+    try:  # the suffixes `load_dataset` takes for data files (a private name: without it, any file's)
+        from datasets.load import _ALL_ALLOWED_EXTENSIONS as allowed
+    except ImportError:
+        allowed = None
     try:
-        resolved = DataFilesDict.from_patterns(get_data_patterns(str(folder)), base_path=str(folder))
-    except FileNotFoundError:  # no data files datasets knows by their names: nothing guessed
+        resolved = DataFilesDict.from_patterns(get_data_patterns(str(folder)), base_path=str(folder),
+                                               allowed_extensions=allowed)
+    except FileNotFoundError:  # no file datasets knows by its name
+        return None
+    return {str(split): [Path(file) for file in files] for split, files in resolved.items() if files} or None
+
+
+def _folder_card_names_its_data(folder: Path) -> bool:
+    """Whether a local folder's dataset card (README.md's YAML header, or .huggingface.yaml) says which files make
+    which split or config: `load_dataset` reads the folder as the card says."""
+    from huggingface_hub import DatasetCard
+
+    readme = folder / "README.md"
+    return (folder / ".huggingface.yaml").is_file() or (readme.is_file() and "configs" in DatasetCard.load(readme).data)
+
+
+def _load_folder_files(folder: Path, files: dict[str, list[Path]], args: TranslationDataArguments) -> DatasetDict:
+    """A local folder's JSON lines, CSV and TSV files (`files`, by split), each read as `--train_file` reads it
+    (`_FILE_FORMATS`: every CSV/TSV cell is text, in TSV quotes are text, JSON numbers are their text); all of the
+    folder's CSV/TSV files need the first one's header row, as `load_dataset` wants one set of columns."""
+    header = None
+    splits = {}
+    for split, paths in files.items():
+        if len({str(_data_file_format(path)) for path in paths}) > 1:
+            raise InputError(
+                f"Cannot load the dataset from {folder}: its {split} split is made of files of different formats "
+                f"({', '.join(path.name for path in paths)}). Keep one format a split, or give the files with "
+                "--train_file/--validation_file/--test_file."
+            )
+        for path in paths:
+            if _is_blank(path):
+                raise InputError(f"{path} is empty: give it data, or move it out of {folder}.")
+            if _data_file_format(path)[0] == "csv":
+                columns = _csv_header(path, _data_file_format(path)[1])
+                header = header or (path, columns)
+                if columns != header[1]:
+                    raise InputError(f"Cannot load the dataset from {folder}: "
+                                     f"{_different_columns_message(path, columns, header[1])}")
+        try:
+            splits[split] = _read_data_files(split, paths, args, header and header[1])
+        except (DatasetGenerationError, ValueError, *_GZIP_ERRORS) as error:
+            if isinstance(error, USER_ERRORS):
+                raise
+            raise InputError(f"Cannot load the dataset from {folder}: {_folder_problem(folder, error)}") from error
+    return DatasetDict(splits)
+
+
+_PREFIX_SPLITS = {"train": "train", "val": "validation", "valid": "validation", "validation": "validation",
+                  "dev": "validation", "test": "test"}
+
+
+def _refuse_parallel_text_folder(folder: Path, source_lang: str, target_lang: str) -> None:
+    """An InputError that says to give `--train_prefix` where a folder without data files `load_dataset` reads
+    holds plain parallel text (`train.en` and `train.de`, or Multi30k's `train.en.gz`), and which languages it has
+    where they are not `source_lang` and `target_lang`; nothing otherwise."""
+    stems = {}  # "train" -> {"en", "de"}, for `train.en` and `train.de.gz`
+    for path in sorted(folder.iterdir()):
+        name = path.name.removesuffix(".gz")
+        stem, _, lang = name.rpartition(".")
+        if path.is_file() and stem and Path(name).suffix.lower() not in (*_FILE_FORMATS, ".txt", ".md"):
+            stems.setdefault(stem, set()).add(lang)
+    matching = sorted(stem for stem, langs in stems.items() if {source_lang, target_lang} <= langs)
+    prefixes = matching or sorted(stem for stem, langs in stems.items() if len(langs) >= 2)
+    if not prefixes:
         return
-    names = {str(split): sorted(Path(file).name for file in files) for split, files in resolved.items()}
-    read = {Path(file).name for files in resolved.values() for file in files}
+    flags = {}
+    for stem in prefixes:  # the split each prefix's name says: train, val (valid, dev, validation), test
+        if split := _PREFIX_SPLITS.get(re.split(r"[._-]", stem)[0].lower()):
+            flags.setdefault(split, stem)
+    flags = dict(sorted(flags.items(), key=lambda item: SPLITS.index(item[0]))) or {"train": prefixes[0]}
+    given = " ".join(f"--{split}_prefix {folder / stem}" for split, stem in flags.items())
+    if matching:
+        shown, languages = ", ".join(f"{stem}.{source_lang} and {stem}.{target_lang}" for stem in prefixes), ""
+    else:
+        found = sorted(set().union(*(stems[stem] for stem in prefixes)))
+        missing = " and ".join(f"{lang!r}" for lang in (source_lang, target_lang) if lang not in found)
+        shown = f"{', '.join(stem + '.*' for stem in prefixes)} in {', '.join(found)}"
+        languages = (f" It has no {missing} files: give --source_lang and --target_lang among its languages "
+                     f"({', '.join(found)}).")
+    raise InputError(
+        f"{folder} holds plain parallel text ({shown}), which --dataset_name does not read: give it with {given} "
+        f"(a prefix names the files <prefix>.<source_lang> and <prefix>.<target_lang>, .gz or not).{languages}"
+    )
+
+
+def _warn_about_guessed_splits(folder: Path, files: dict[str, list[Path]]) -> None:
+    """Warn, naming the files, where `load_dataset` took a local folder's splits (`files`, from
+    `_folder_data_files`) from file names that do not say them plainly: `mytrain.jsonl` and `holdout.jsonl` both
+    trained on, `eval.jsonl` made test, `valid.jsonl` and `dev.jsonl` merged, `extra.jsonl` not read."""
+    names = {split: sorted(path.name for path in paths) for split, paths in files.items()}
+    read = {path.name for paths in files.values() for path in paths}
     suffixes = {Path(name).suffix for name in read}
     unread = sorted(path.name for path in folder.iterdir() if path.suffix in suffixes and path.name not in read)
     if not unread and all(re.split(r"[.-]", name)[0] == split for split, files in names.items() for name in files):
@@ -522,15 +634,20 @@ def _folder_problem(folder: Path, error: BaseException) -> str:
     cause = error.__cause__ or error.__context__
     if isinstance(cause, CastError):  # a file whose columns differ from the first file's
         odd = next((str(path) for path in data_files if _columns(path) == cause.table_column_names), "a file")
-        return (
-            f"its data files must all have the same columns, but {odd} has {cause.table_column_names} where the "
-            f"first has {cause.requested_column_names}. Give every file the same header row or fields (a CSV file "
-            "without a header row takes its first pair for column names)."
-        )
+        return _different_columns_message(odd, cause.table_column_names, cause.requested_column_names)
     for path in data_files:
         if bad_line := _first_bad_line(path, _data_file_format(path)[0]):
             return f"in {path}, {bad_line}."
     return _one_line(cause or error)
+
+
+def _different_columns_message(path: str | Path, columns: list[str], first_columns: list[str]) -> str:
+    """What to say of a data file of a folder whose columns are not the first file's."""
+    return (
+        f"its data files must all have the same columns, but {path} has {columns} where the first has "
+        f"{first_columns}. Give every file the same header row or fields (a CSV file without a header row takes its "
+        "first pair for column names)."
+    )
 
 
 def _data_file_format(path: Path) -> tuple[str, dict] | None:
@@ -619,17 +736,117 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
         if _is_blank(Path(path)):  # `datasets` would fail on it with a bare StopIteration
             raise InputError(f"{path} is empty: the {split} split has no sentence pairs. Give it data, or leave "
                              f"--{split}_file out.")
-        builder, options = _FILE_FORMATS[suffix]
         try:
-            if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
-                options = {**options, "features": Features.from_dict(
-                    {name: {"dtype": "string", "_type": "Value"} for name in _csv_header(Path(path), options)})}
-            with _quiet_file_readers():
-                splits[split] = load_dataset(builder, data_files={split: path}, cache_dir=args.cache_dir,
-                                             **options)[split]
+            splits[split] = _read_data_files(split, [Path(path)], args)
         except (DatasetGenerationError, ValueError, *_GZIP_ERRORS) as error:
-            raise _unreadable_file_error(Path(path), builder, error) from error
+            if isinstance(error, USER_ERRORS):
+                raise
+            raise _unreadable_file_error(Path(path), _FILE_FORMATS[suffix][0], error) from error
     return DatasetDict(splits)
+
+
+def _read_data_files(split: str, paths: list[Path], args: TranslationDataArguments,
+                     header: list[str] | None = None) -> Dataset:
+    """One split's data files, all of one format (`_FILE_FORMATS`), read with `load_dataset`: CSV/TSV with every
+    column of the first file's header row (or `header`) read as text; JSON with its language fields read as text
+    (`_json_files_as_text`) where `datasets` read them as something else."""
+    builder, options = _data_file_format(paths[0])
+    if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
+        header = header or _csv_header(paths[0], options)
+        options = {**options, "features": Features.from_dict(
+            {name: {"dtype": "string", "_type": "Value"} for name in header})}
+    with _quiet_file_readers():
+        dataset = load_dataset(builder, data_files={split: [str(path) for path in paths]}, cache_dir=args.cache_dir,
+                               **options)[split]
+    if builder == "json" and not _language_fields_are_text(dataset.features, args.source_lang, args.target_lang):
+        dataset = _json_files_as_text(paths, args.source_lang, args.target_lang) or dataset
+    return dataset
+
+
+def _language_fields_are_text(features: Features, source_lang: str, target_lang: str) -> bool:
+    """Whether `datasets` read the language fields of JSON data (a `translation` dict's, or the top level's) as
+    text: a field that holds a number once is read as `Json`, which decodes the strings "1", "true" and "null" of
+    its other rows into a number, a boolean and None, and a field of numbers only as integers."""
+    fields = features.get("translation", features)
+    if not isinstance(fields, dict):  # `Json`: rows whose translation dicts have different keys
+        return False
+    return all(isinstance(fields[lang], Value) and fields[lang].dtype in ("string", "large_string")
+               for lang in (source_lang, target_lang) if lang in fields)
+
+
+_JSON_NUMBERS_AS_TEXT = {"parse_int": str, "parse_float": str, "parse_constant": str}
+"""`json.loads` options that read a number as the text the file writes it in: 1999 -> "1999", 1.50 -> "1.50"."""
+
+
+def _json_rows(path: Path) -> tuple[str, list] | None:
+    """The rows of a JSON lines file, or of a file that is one JSON list, numbers read as their text, with what
+    says where a row is: ("line", [(line number, row), ...]) or ("item", [(item number, row), ...]), counted from 1;
+    None for a file of another layout."""
+    text = b"".join(_raw_lines(path)).decode("utf-8", errors="replace").removeprefix("\ufeff")
+    try:
+        if text.lstrip().startswith("["):
+            document = json.loads(text, **_JSON_NUMBERS_AS_TEXT)
+            return ("item", list(enumerate(document, start=1))) if isinstance(document, list) else None
+        return "line", [(number, json.loads(line, **_JSON_NUMBERS_AS_TEXT))
+                        for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    except ValueError:
+        return None
+
+
+def _json_files_as_text(paths: list[Path], source_lang: str, target_lang: str) -> Dataset | None:
+    """JSON data files read again with every value as text, as a CSV cell is: a string as it is, a number as the
+    file writes it, true and false as those words; null is missing, and so is a list or an object, which is not
+    text: a warning names those of the language fields, with their lines. None where a file is neither JSON lines
+    nor one JSON list."""
+    rows, places = [], []  # places: (file, "line" or "item", number) of each row
+    for path in paths:
+        if (read := _json_rows(path)) is None:
+            return None
+        word, numbered = read
+        rows += [row if isinstance(row, dict) else {} for _, row in numbered]
+        places += [(path, word, number) for number, _ in numbered]
+    not_text = {}  # (file, "line" or "item", language, "a list" or "an object") -> [line or item numbers]
+
+    def as_text(value: object, lang: str | None, row: int) -> str | None:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (list, dict)):
+            if lang is not None:
+                path, word, number = places[row]
+                not_text.setdefault((path, word, lang, "a list" if isinstance(value, list) else "an object"),
+                                    []).append(number)
+            return None
+        return value  # a string, a number's text, or None
+
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    nested = "translation" in names  # then the languages are the translation dicts' fields, not the top level's
+    columns = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        if name != "translation" or not any(isinstance(value, dict) and value for value in values):
+            lang = name if name in (source_lang, target_lang) and not nested else None
+            columns[name] = pa.array([as_text(value, lang, row) for row, value in enumerate(values)], pa.string())
+            continue
+        pairs = [value if isinstance(value, dict) else None for value in values]
+        keys = list(dict.fromkeys(key for pair in pairs if pair for key in pair))
+        children = [pa.array([as_text((pair or {}).get(key), key if key in (source_lang, target_lang) else None, row)
+                              for row, pair in enumerate(pairs)], pa.string()) for key in keys]
+        missing = pa.array([pair is None for pair in pairs])
+        columns[name] = pa.StructArray.from_arrays(children, names=keys, mask=missing)
+    _warn_about_values_that_are_not_text(not_text)
+    return Dataset(pa.table(columns))
+
+
+def _warn_about_values_that_are_not_text(not_text: dict[tuple[Path, str, str, str], list[int]]) -> None:
+    """A warning for each file, language and kind (list, object) of values that are not text, naming their lines
+    (or items, in a file that is one JSON list)."""
+    for (path, word, lang, kind), numbers in not_text.items():
+        shown = ", ".join(map(str, numbers[:_SHOWN_LINE_NUMBERS]))
+        shown += ", ..." if len(numbers) > _SHOWN_LINE_NUMBERS else ""
+        said = (f"the {lang} value of {word} {shown} is not text but {kind}: it is read as missing, so its pair"
+                if len(numbers) == 1 else f"{len(numbers)} {lang} values ({word}s {shown}) are not text but "
+                f"{kind.split()[1]}s: each is read as missing, so its pair")
+        logger.warning(f"{path}: {said} has no {lang} side. Give each side of a pair as one string.")
 
 
 def _unreadable_file_error(path: Path, builder: str, error: BaseException) -> InputError:

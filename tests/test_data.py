@@ -338,6 +338,126 @@ def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog)
     assert len(test) == 7 and rows_with_text(test, "de", "en") == [0]
 
 
+def load_pairs(source_lang: str, target_lang: str, tmp_path: Path, split: str = "train", **sources):
+    """The (source, target) pairs `load_translation_datasets` reads for one split of `sources`."""
+    args = TranslationDataArguments(source_lang=source_lang, target_lang=target_lang, cache_dir=str(tmp_path / "cache"),
+                                    **{key: str(value) for key, value in sources.items()})
+    return pairs(load_translation_datasets(args, keep_blank_evaluation_pairs=True)[split], source_lang, target_lang)
+
+
+JSON_VALUES = ['"1"', "2", '"true"', "true", '"null"', '"42"', "1999", "1.50", '"[1]"', '"\\"Stop!\\""']
+JSON_TEXTS = ["1", "2", "true", "true", "null", "42", "1999", "1.50", "[1]", '"Stop!"']
+
+
+@pytest.mark.parametrize("layout", ['{"translation": {"de": "wort %d", "digits": %s}}',
+                                    '{"de": "wort %d", "digits": %s}'], ids=["translation", "flat"])
+@pytest.mark.parametrize("name", ["train.jsonl", "train.json"])
+def test_json_numbers_and_strings_that_look_like_json_are_read_as_text(tmp_path, layout, name):
+    """A number in a language field made `datasets` read the whole field as `Json`, which decoded "1", "true" and
+    "null" of the other rows into a number, a boolean and None: ten digit targets, one of them a number, were all
+    left out as "missing or empty". Every value is text, as a CSV cell is: a number as the file writes it."""
+    rows = [layout % (row, value) for row, value in enumerate(JSON_VALUES)]
+    text = "".join(row + "\n" for row in rows) if name.endswith("l") else "[\n" + ",\n".join(rows) + "\n]\n"
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    expected = [(f"wort {row}", digits) for row, digits in enumerate(JSON_TEXTS)]
+    assert load_pairs("de", "digits", tmp_path, train_file=tmp_path / name) == expected
+    (tmp_path / name).write_text("".join(layout % (row, row) + "\n" for row in range(10)), encoding="utf-8")
+    numbers = load_pairs("de", "digits", tmp_path, train_file=tmp_path / name)  # a field of numbers only
+    assert numbers == [(f"wort {n}", str(n)) for n in range(10)]
+
+
+@pytest.mark.parametrize("name, where", [("train.jsonl", "line"), ("train.json", "item")])
+def test_json_values_that_are_not_text_are_named_with_their_lines(tmp_path, caplog, name, where):
+    """A list or an object is not text: the warning says so, and where, instead of only "missing or empty"."""
+    values = ['"eins"', '["zwei"]', '"drei"', '{"text": "vier"}', '["fünf", "sechs"]', "7"]
+    rows = [f'{{"translation": {{"de": {value}, "en": "{row}"}}}}' for row, value in enumerate(values, start=1)]
+    text = "".join(row + "\n" for row in rows) if where == "line" else "[" + ",\n".join(rows) + "]\n"
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        assert load_pairs("de", "en", tmp_path, train_file=tmp_path / name) == [("eins", "1"), ("drei", "3"),
+                                                                                 ("7", "6")]
+    assert (f"{tmp_path / name}: 2 de values ({where}s 2, 5) are not text but lists: each is read as missing, so its "
+            "pair has no de side. Give each side of a pair as one string.") in caplog.messages
+    assert (f"{tmp_path / name}: the de value of {where} 4 is not text but an object: it is read as missing, so its "
+            "pair has no de side. Give each side of a pair as one string.") in caplog.messages
+    # evaluation data keeps their pairs in place, blank on that side
+    assert load_pairs("de", "en", tmp_path, "test", test_file=tmp_path / name)[:4] == [
+        ("eins", "1"), ("", "2"), ("drei", "3"), ("", "4")]
+
+
+TSV_TEXT = 'en\tde\n"Hello," he said.\t"Hallo", sagte er.\nA 5" screen\tEin 5" Bildschirm\nnull\tNA\n'
+NUMBERS_CSV = "de,digits\n" + "".join(f"w{n},{n}\n" for n in range(1, 20)) + "w20,020\n"
+NUMBERS_JSON = "".join(json.dumps({"translation": {"de": f"w{n}", "digits": n if n % 2 else str(n)}}) + "\n"
+                       for n in range(1, 20))
+
+
+@pytest.mark.parametrize("name, text, languages", [
+    ("train.tsv", TSV_TEXT, ("en", "de")),
+    ("train.tsv.gz", TSV_TEXT, ("en", "de")),
+    ("train.csv", NUMBERS_CSV, ("de", "digits")),
+    ("train.jsonl", NUMBERS_JSON, ("de", "digits")),
+], ids=["tsv", "tsv.gz", "csv", "jsonl"])
+def test_a_folder_of_data_files_reads_them_as_train_file_does(tmp_path, name, text, languages):
+    """`--dataset_name <folder>` read CSV/TSV with pandas' defaults: TSV quotes removed, "null" and "NA" pairs
+    dropped, a column of numbers dropped whole (020 made 20); and JSON numbers as --train_file did."""
+    path = tmp_path / "folder" / name
+    path.parent.mkdir()
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    expected = load_pairs(*languages, tmp_path, train_file=path)
+    assert load_pairs(*languages, tmp_path, dataset_name=path.parent) == expected
+    if name.startswith("train.tsv"):
+        assert expected == [('"Hello," he said.', '"Hallo", sagte er.'), ('A 5" screen', 'Ein 5" Bildschirm'),
+                            ("null", "NA")]
+    else:
+        numbers = [(f"w{n}", str(n)) for n in range(1, 20)]
+        assert expected == (numbers + [("w20", "020")] if name == "train.csv" else numbers)
+
+
+def test_a_folder_of_data_files_reads_each_split_and_refuses_mixed_formats(tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "train.tsv").write_text(TSV_TEXT, encoding="utf-8")
+    (folder / "validation.tsv").write_text("en\tde\n42\t\"zweiundvierzig\"\n", encoding="utf-8")
+    assert load_pairs("en", "de", tmp_path, "validation", dataset_name=folder) == [("42", '"zweiundvierzig"')]
+    (folder / "train.jsonl").write_text(json.dumps({"en": "one", "de": "eins"}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"its train split is made of files of different formats \(train\.jsonl, "
+                                         r"train\.tsv\)\. Keep one format a split"):
+        load_pairs("en", "de", tmp_path, dataset_name=folder)
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_a_folder_of_plain_parallel_text_says_to_give_its_prefixes(tmp_path, suffix):
+    """`--dataset_name` of Multi30k's folder (train.en.gz, ...) said "No (supported) data files found"."""
+    folder = tmp_path / "multi30k"
+    folder.mkdir()
+    for stem in ("train", "val"):
+        write_lines(folder / f"{stem}.de{suffix}", GERMAN)
+        write_lines(folder / f"{stem}.en{suffix}", ENGLISH)
+    with pytest.raises(InputError) as error:
+        load_pairs("en", "de", tmp_path, dataset_name=folder)
+    assert str(error.value) == (
+        f"{folder} holds plain parallel text (train.en and train.de, val.en and val.de), which --dataset_name does "
+        f"not read: give it with --train_prefix {folder}/train --validation_prefix {folder}/val (a prefix names the "
+        "files <prefix>.<source_lang> and <prefix>.<target_lang>, .gz or not).")
+    with pytest.raises(InputError, match=r"\(train\.\*, val\.\* in de, en\), .* It has no 'fr' files: give "
+                                         r"--source_lang and --target_lang among its languages \(de, en\)\.$"):
+        load_pairs("en", "fr", tmp_path, dataset_name=folder)
+    assert load_pairs("en", "de", tmp_path, train_prefix=folder / "train") == list(zip(ENGLISH, GERMAN))
+
+
+@pytest.mark.parametrize("ending", [".en", ".de", ".en.gz"])
+def test_a_prefix_that_ends_with_a_language_says_to_leave_it_out(tmp_path, ending):
+    """`--train_prefix data/train.en` looked for data/train.en.en, and said only that."""
+    write_lines(tmp_path / "train.en", ENGLISH)
+    write_lines(tmp_path / "train.de", GERMAN)
+    prefix = f"{tmp_path / 'train'}{ending}"
+    with pytest.raises(FileNotFoundError) as error:
+        load_pairs("en", "de", tmp_path, train_prefix=prefix)
+    assert str(error.value).endswith(
+        f"The prefix {prefix!r} ends with the language ({ending}): give the prefix without it, "
+        f"{str(tmp_path / 'train')!r}, which names {tmp_path / 'train'}.en and {tmp_path / 'train'}.de (or .gz).")
+
+
 @pytest.mark.parametrize(
     "sources",
     [{}, {"dataset_name": "wmt/wmt14", "train_prefix": "data/train"}, {"train_file": "a.json", "builtin_dataset": "x"}],

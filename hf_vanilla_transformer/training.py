@@ -243,6 +243,11 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     except ValueError as error:
         raise InputError(f"--bleu_tokenize: {error}") from error
     check_training_flags(training_args)
+    if training_args.dataloader_persistent_workers and training_args.dataloader_num_workers == 0:
+        if "dataloader_persistent_workers" in given:  # torch's DataLoader would refuse it, in a traceback
+            raise InputError("--dataloader_persistent_workers keeps the dataloader's worker processes between epochs, "
+                             "and --dataloader_num_workers 0 asks for none: give workers, or leave it out.")
+        training_args.dataloader_persistent_workers = False  # the GPU default, which goes with workers only
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})

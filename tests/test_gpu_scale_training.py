@@ -165,10 +165,12 @@ def test_the_training_script_checks_token_ids_where_it_makes_the_data():
 
 
 def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_fused_adamw(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a machine without one (this test runs
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)  # on GPU machines too)
     _, _, on_cpu = parse_arguments(["--output_dir", str(tmp_path)])
     assert not on_cpu.bucket_shapes and on_cpu.dataloader_num_workers == 0
     assert on_cpu.optim == "adamw_torch_fused" and not on_cpu.logging_nan_inf_filter
-    assert on_cpu.dataloader_pin_memory == torch.accelerator.is_available()  # without one, torch warns about pinning
+    assert not on_cpu.dataloader_pin_memory  # without an accelerator, torch warns about pinning
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     on_gpu = recipe_defaults(set())
@@ -180,6 +182,16 @@ def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_f
     _, _, as_on_gpu = parse_arguments(["--output_dir", str(tmp_path), *(f"--{k}={v}" for k, v in on_gpu.items())])
     assert as_on_gpu.bucket_shapes and as_on_gpu.dataloader_num_workers == 2 and as_on_gpu.optim == "adamw_torch_fused"
     assert as_on_gpu.accelerator_config.non_blocking  # a batch's copy to the GPU does not wait for the GPU
+    # --dataloader_num_workers 0 on a GPU: torch's DataLoader refused the default persistent workers, in a traceback
+    from hf_vanilla_transformer import training
+
+    monkeypatch.setattr(training, "recipe_defaults", lambda given, defaults=training.recipe_defaults: {
+        **defaults(given), **{k: v for k, v in GPU_DEFAULTS.items() if k not in given}})  # a GPU's, on any machine
+    _, _, no_workers = parse_arguments(["--output_dir", str(tmp_path), "--dataloader_num_workers", "0"])
+    assert no_workers.dataloader_num_workers == 0 and not no_workers.dataloader_persistent_workers
+    with pytest.raises(InputError, match="--dataloader_num_workers 0 asks for none"):
+        parse_arguments(["--output_dir", str(tmp_path), "--dataloader_num_workers", "0",
+                         "--dataloader_persistent_workers", "true"])
 
 
 def test_torch_compile_compiles_at_most_twice_in_20_token_batched_steps(tmp_path, monkeypatch):
@@ -198,7 +210,8 @@ def test_torch_compile_compiles_at_most_twice_in_20_token_batched_steps(tmp_path
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     main(["--output_dir", str(tmp_path), *TINY_RUN, "--max_tokens_per_batch", "300", "--max_steps", "20",
-          "--torch_compile", "--torch_compile_backend", "aot_eager", "--bucket_shapes", "false"])
+          "--torch_compile", "--torch_compile_backend", "aot_eager", "--bucket_shapes", "false",
+          "--dataloader_num_workers", "0"])  # on a GPU machine too: workers would collate out of this process's sight
     compiled = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     torch._dynamo.reset()
     assert len(set(shapes[:20])) >= 3
@@ -255,13 +268,15 @@ def test_a_compiled_bf16_training_step_matches_eager():
 
 @needs_cuda
 @pytest.mark.parametrize("num_beams", [1, 4])
-def test_generate_on_cuda_gives_the_cpu_ids(batch, num_beams):
+def test_generate_on_cuda_gives_the_cpu_ids(batch, num_beams, monkeypatch):
     torch.manual_seed(0)
     model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
     kwargs = dict(num_beams=num_beams, max_new_tokens=12, do_sample=False)
     on_cpu = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], **kwargs)
     model.cuda()
-    assert not torch.backends.cuda.matmul.allow_tf32  # fp32 products in fp32, as on the CPU
+    # fp32 products in fp32, as on the CPU (the Trainer turns TF32 on for the process under --torch_compile)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     on_gpu = model.generate(batch["input_ids"].cuda(), attention_mask=batch["attention_mask"].cuda(), **kwargs)
     assert torch.equal(on_gpu.cpu(), on_cpu)
 

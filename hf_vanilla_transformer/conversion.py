@@ -8,6 +8,9 @@ input columns or output rows permuted), so permuting the residual-stream dimensi
 encodings into ours and the converted model computes the same function.
 """
 
+import os
+from pathlib import Path
+
 import torch
 from transformers import GenerationConfig, MarianMTModel
 
@@ -91,7 +94,8 @@ def _converted_state_dict(marian: MarianMTModel, config: VanillaTransformerConfi
 def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGeneration:
     """A VanillaTransformerForConditionalGeneration computing the same function as `marian` (post-LN, any
     activation), with Marian's generation config. A non-zero `final_logits_bias` becomes the output projection's
-    bias (`output_bias=True`). Layerdrop, a training-time option, is not carried over."""
+    bias (`output_bias=True`). The config records where the model came from (`converted_from`: the Hub id, or a
+    local folder's name), which the model card names. Layerdrop, a training-time option, is not carried over."""
     if not isinstance(marian, MarianMTModel):
         raise TypeError(f"from_marian expects a transformers.MarianMTModel, got {type(marian).__name__}.")
     # Marian's output layer has a trained bias (the opus-mt models' is non-zero); the paper's has none, so the
@@ -111,6 +115,8 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
     if set(missing) - tied or unexpected:
         raise RuntimeError(f"Conversion bug: missing {sorted(set(missing) - tied)}, unexpected {unexpected}.")
     model.tie_weights()
+    if source := marian.name_or_path:  # for the model card; a local folder by its name alone (the card is published)
+        model.config.converted_from = f"./{Path(source).resolve().name}" if os.path.exists(source) else source
     if marian.generation_config is not None:
         model.generation_config = GenerationConfig.from_dict(marian.generation_config.to_dict())
         # what Marian leaves unset decodes with transformers' defaults; said explicitly, so that a saved and reloaded

@@ -152,6 +152,8 @@ def create_model_card(
         decoding_words += ", by the saved generation config (the run's evaluation settings are not recorded)"
     languages = [lang for lang in (source_lang, target_lang) if lang]
     base_model_shown, tokenizer_shown = _local_folder_name(base_model), _local_folder_name(tokenizer_from)
+    converted_from = config.get("converted_from")  # a MarianMTModel's Hub id or folder name (`from_marian`)
+    converted_shown = _local_folder_name(converted_from)
     card_data = ModelCardData(
         language=languages or None,
         license=license,
@@ -159,7 +161,8 @@ def create_model_card(
         pipeline_tag="translation",
         tags=list(dict.fromkeys([*DEFAULT_TAGS, *tags])),
         datasets=[dataset_name] if dataset_name else None,
-        base_model=base_model if base_model and not base_model_shown else None,
+        base_model=(base_model if base_model and not base_model_shown else
+                    converted_from if not base_model and converted_from and not converted_shown else None),
         metrics=["bleu", "chrf"],
         model_name=model_name,
         eval_results=_eval_results(
@@ -190,6 +193,8 @@ def create_model_card(
         tokenizer_from_local=bool(tokenizer_shown),
         base_model=base_model_shown or base_model,
         base_model_local=bool(base_model_shown),
+        converted_from=converted_shown or converted_from,
+        converted_from_local=bool(converted_shown),
         recipe=_recipe(training_args),
         curves=TRAINING_CURVES if (model_dir / TRAINING_CURVES).is_file() else None,
         data_sizes=_data_sizes(metrics),

@@ -162,6 +162,24 @@ def append_eos(tokenizer, name: str | Path) -> None:
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
 
+MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+"""What a saved MarianTokenizer (the opus-mt models') reads beside its tokenizer_config.json."""
+
+
+def check_marian_tokenizer_files(folder: Path, remedy: str) -> None:
+    """InputError naming the files a folder's MarianTokenizer config needs and the folder lacks (transformers fails
+    on them with a TypeError about None inside the tokenizer)."""
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_bytes())
+    except (OSError, ValueError):
+        return
+    if not isinstance(config, dict) or config.get("tokenizer_class") != "MarianTokenizer":
+        return
+    if missing := [name for name in MARIAN_TOKENIZER_FILES if not (folder / name).is_file()]:
+        raise InputError(f"{folder} holds a MarianTokenizer config without {', '.join(missing)}, the sentencepiece "
+                         f"models and vocabulary it reads. {remedy}")
+
+
 def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwargs):
     """`AutoTokenizer.from_pretrained(name_or_path, **kwargs)`, with a clear error when a local model folder has no
     tokenizer, or a tokenizer config without the files it needs (`remedy` says what to do then; by default, to
@@ -192,6 +210,8 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
                 json.loads((path / name).read_bytes())
             except ValueError as error:
                 raise InputError(f"{path / name} is damaged (not JSON: {error}). {remedy}") from error
+    if path.is_dir():
+        check_marian_tokenizer_files(path, remedy)
     try:
         return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
     except ImportError as error:  # a tokenizer of another kind, whose library is not installed: transformers' 4 lines

@@ -533,10 +533,14 @@ def warn_about_another_direction(model: str | None, data_args, training: bool) -
     if not model or not os.path.isdir(model):
         return
     folder = Path(model)
-    for candidate in (folder, folder.parent) if re.fullmatch(r"checkpoint-\d+", folder.name) else (folder,):
+    candidates = [folder, folder.parent] if re.fullmatch(r"checkpoint-\d+", folder.name) else [folder]
+    # the run's card inputs, else the tokenizer's languages (an opus-mt model's MarianTokenizer records them)
+    for candidate in [*(c / CARD_INPUTS_FILE for c in candidates), folder / "tokenizer_config.json"]:
         try:
-            inputs = json.loads((candidate / CARD_INPUTS_FILE).read_text(encoding="utf-8"))
+            inputs = json.loads(candidate.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            continue
+        if not isinstance(inputs, dict):
             continue
         learned = (inputs.get("source_lang"), inputs.get("target_lang"))
         given = (data_args.source_lang, data_args.target_lang)
@@ -956,8 +960,8 @@ def this_packages_model(model, name: str, attn_implementation: str | None):
             raise InputError(f"{name} is a MarianMTModel that the paper's model cannot take over: {error}") from error
         if attn_implementation:
             converted.set_attn_implementation(attn_implementation)
-        logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function), so that "
-                       "the run trains and saves this package's model.", name)
+        logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function), the "
+                       "model this run uses.", name)
         return converted
     raise InputError(
         f"{name} is a {model.config.model_type!r} model ({type(model).__name__}), not the Transformer of this "

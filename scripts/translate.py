@@ -198,9 +198,9 @@ def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int) -> No
 def main(argv: list[str] | None = None) -> None:
     args, parser = parse_arguments(argv)
     import torch
-    from transformers import AutoModelForSeq2SeqLM, pipeline
+    from transformers import AutoModelForSeq2SeqLM, MarianMTModel, pipeline
 
-    import hf_vanilla_transformer  # noqa: F401  (registers the model)
+    from hf_vanilla_transformer import from_marian  # (the import registers the model)
     from hf_vanilla_transformer.errors import InputError, usable_device
     from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.pipeline_translation import TASK, translate_sentences
@@ -242,8 +242,13 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with loading_from(args.model):  # each apart: the pipeline would hide why a model or tokenizer failed to load
             tokenizer = load_tokenizer(model, revision=args.revision)
-            translator = pipeline(TASK, model=AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision),
-                                  tokenizer=tokenizer, device=device)
+            loaded = AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision)
+        if isinstance(loaded, MarianMTModel):  # an opus-mt model: the same function, on this package's fast paths
+            try:  # (packed CPU weights, --quantize int8)
+                loaded = from_marian(loaded)
+            except ValueError:  # separate vocabularies: it translates as it is
+                pass
+        translator = pipeline(TASK, model=loaded, tokenizer=tokenizer, device=device)
     except InputError as error:
         parser.error(str(error))
     warn_about_long_lines(lines, tokenizer, translator.model.config.max_position_embeddings)

@@ -36,7 +36,8 @@ def make_opus_mt_dir(path: Path) -> Path:
         vocab.setdefault(pieces.id_to_piece(i), len(vocab))
     vocab["<pad>"] = pad = len(vocab)
     (path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
-    tokenizer = MarianTokenizer(str(path / "sp.model"), str(path / "sp.model"), str(path / "vocab.json"))
+    tokenizer = MarianTokenizer(str(path / "sp.model"), str(path / "sp.model"), str(path / "vocab.json"),
+                                source_lang="en", target_lang="de")  # as opus-mt-en-de's records them
     model_dir = path / "opus-mt-en-de"
     tokenizer.save_pretrained(model_dir)
     torch.manual_seed(0)
@@ -108,3 +109,55 @@ def test_a_missing_tokenizer_library_is_one_message(opus_mt, monkeypatch):
     monkeypatch.setattr(tokenization.AutoTokenizer, "from_pretrained", from_pretrained)
     with pytest.raises(InputError, match=r"needs SentencePiece: install it \(`pip install sentencepiece`"):
         tokenization.load_tokenizer(opus_mt)
+
+
+def test_a_marian_tokenizer_without_its_sentencepiece_files_is_one_message(opus_mt, tmp_path):
+    """transformers failed with `TypeError: expected str, bytes or os.PathLike object, not NoneType`."""
+    import shutil
+
+    from hf_vanilla_transformer.tokenization import load_tokenizer
+
+    broken = tmp_path / "broken"
+    shutil.copytree(opus_mt, broken)
+    (broken / "target.spm").unlink()
+    with pytest.raises(InputError, match="holds a MarianTokenizer config without target.spm"):
+        load_tokenizer(broken)
+
+
+def test_translate_py_translates_an_opus_mt_folder_as_marian_does_and_quantizes_it(opus_mt, monkeypatch, capsys):
+    """translate.py converts the MarianMTModel (the same function): the same translations as Marian's own
+    generate(), and --quantize int8, which a MarianMTModel has no layers for, works."""
+    import io
+    import sys
+
+    from tiny_translation_model import load_script
+
+    from hf_vanilla_transformer import packed_linear
+
+    sources = ["A dog runs across the meadow.", "Two children are playing."]
+    marian, tokenizer = MarianMTModel.from_pretrained(opus_mt).eval(), MarianTokenizer.from_pretrained(opus_mt)
+    batch = tokenizer(sources, return_tensors="pt", padding=True)
+    expected = [" ".join(text.split()) for text in tokenizer.batch_decode(
+        marian.generate(**batch, max_new_tokens=8), skip_special_tokens=True)]
+    script = load_script("translate")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(sources) + "\n"))
+    script.main([str(opus_mt), "-q", "--max_new_tokens", "8", "--batch_size", "2"])
+    assert capsys.readouterr().out.splitlines() == expected
+    if packed_linear.INT8_AVAILABLE:
+        monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(sources) + "\n"))
+        script.main([str(opus_mt), "-q", "--max_new_tokens", "8", "--quantize", "int8"])
+        assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_scoring_an_opus_mt_model_the_other_way_round_is_warned_about(opus_mt, caplog):
+    """An opus-mt model records its languages in its tokenizer's config only (no card inputs of this package)."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer.training import warn_about_another_direction
+
+    warn_about_another_direction(str(opus_mt), SimpleNamespace(source_lang="de", target_lang="en"), training=False)
+    assert "was trained to translate en -> de, and this run gives --source_lang de --target_lang en (the other " \
+           "way round)" in caplog.text
+    caplog.clear()
+    warn_about_another_direction(str(opus_mt), SimpleNamespace(source_lang="en", target_lang="de"), training=False)
+    assert "was trained to translate" not in caplog.text

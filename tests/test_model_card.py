@@ -395,6 +395,27 @@ def test_the_output_projection_bias_of_a_converted_marian_model_is_in_the_archit
     assert "the output projection has a bias (not in the paper: a converted Marian model's" in row
 
 
+def test_a_converted_marian_model_names_where_it_came_from(tmp_path):
+    """A converted opus-mt model pushed as it is had a card that named neither the model it came from nor its Hub
+    id as base_model; a local folder is named by its name alone."""
+    from test_conversion import make_marian
+
+    from hf_vanilla_transformer import from_marian
+
+    marian = make_marian()
+    marian.name_or_path = "Helsinki-NLP/opus-mt-en-de"  # as from_pretrained sets it
+    from_marian(marian).save_pretrained(tmp_path / "hub")
+    card = create_model_card(tmp_path / "hub")
+    assert "Converted from the MarianMTModel `Helsinki-NLP/opus-mt-en-de` with `from_marian`" in card.text
+    assert card.data.base_model == "Helsinki-NLP/opus-mt-en-de"
+    (tmp_path / "home" / "alice" / "opus-mt-en-fr").mkdir(parents=True)
+    marian.name_or_path = str(tmp_path / "home" / "alice" / "opus-mt-en-fr")
+    from_marian(marian).save_pretrained(tmp_path / "local")
+    card = create_model_card(tmp_path / "local")
+    assert "the MarianMTModel in the local folder `opus-mt-en-fr`" in card.text and "alice" not in card.text
+    assert card.data.base_model is None and "alice" not in (tmp_path / "local" / "config.json").read_text()
+
+
 def test_the_code_without_the_package_loads_the_tokenizer_as_remote_code(model_dir):
     """Without trust_remote_code=True, AutoTokenizer asks "Do you wish to run the custom code? [y/N]" for this
     model type, which a notebook waits on."""

@@ -24,7 +24,7 @@ def marian_to_paper_permutation(d_model: int) -> torch.Tensor:
     return torch.stack([half, half + d_model // 2], dim=1).flatten()
 
 
-def _config_from_marian(marian_config, output_bias: bool) -> VanillaTransformerConfig:
+def _config_from_marian(marian_config, output_bias: bool = False) -> VanillaTransformerConfig:
     if not marian_config.share_encoder_decoder_embeddings:
         raise ValueError(
             "This Marian model has separate source and target vocabularies (share_encoder_decoder_embeddings=False); "

@@ -16,6 +16,7 @@ import io
 import json
 import logging
 import re
+import shlex
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         notepad = ' (as Windows Notepad saves "Unicode")' if encoding == "UTF-16" else ""
         return (
             f"{path} is UTF-16 text{notepad}, not UTF-8. Convert it to UTF-8, keeping its name, e.g. `iconv -f "
-            f"{encoding} -t UTF-8 {path.name} > {path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
+            f"{encoding} -t UTF-8 {_shell(path)} > {_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} {_shell(path)}`."
         )
     if encoding:
         return (
@@ -100,9 +101,15 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         return f"{path} is not a text file (line {line_number} holds NUL bytes): give UTF-8 text, one sentence a line."
     return (
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
-        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f LATIN1 -t UTF-8 {path.name} > "
-        f"{path.name}.utf8 && mv {path.name}.utf8 {path.name}`."
+        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f LATIN1 -t UTF-8 {_shell(path)} > "
+        f"{_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} {_shell(path)}`."
     )
+
+
+def _shell(path: Path, suffix: str = "") -> str:
+    """`path` (plus `suffix`) as a shell command names it, quoted where needed: the commands the messages suggest
+    run as pasted, from the folder the path was given in."""
+    return shlex.quote(f"{path}{suffix}")
 
 
 def utf16_encoding(line: bytes) -> str | None:
@@ -120,12 +127,13 @@ def utf16_encoding(line: bytes) -> str | None:
 
 
 def _cr_line_ends_message(path: Path, line_number: int) -> str:
-    convert = (f"gzip -dc {path.name} | tr '\\r' '\\n' | gzip > {path.name}.fixed" if path.suffix == ".gz"
-               else f"tr '\\r' '\\n' < {path.name} > {path.name}.fixed")
+    fixed = _shell(path, ".fixed")
+    convert = (f"gzip -dc {_shell(path)} | tr '\\r' '\\n' | gzip > {fixed}" if path.suffix == ".gz"
+               else f"tr '\\r' '\\n' < {_shell(path)} > {fixed}")
     return (
         f"{path} uses CR line ends (old Mac): line {line_number} holds several carriage returns and no line feed "
         f"between them, so its sentences would be read as one. Convert it to line feeds, keeping its name, e.g. "
-        f"`{convert} && mv {path.name}.fixed {path.name}`."
+        f"`{convert} && mv {fixed} {_shell(path)}`."
     )
 
 
@@ -167,7 +175,7 @@ def _raw_lines(path: Path) -> Iterator[bytes]:
 def _damaged_gzip_error(path: Path, error: BaseException) -> InputError:
     return InputError(
         f"{path} is not a complete gzip file ({error}): it was cut off or is not gzip-compressed. Download or "
-        f"compress it again (`gzip -t {path.name}` checks it), or give the uncompressed file without .gz."
+        f"compress it again (`gzip -t {_shell(path)}` checks it), or give the uncompressed file without .gz."
     )
 
 

@@ -71,9 +71,19 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
     overwrite_output_dir: bool = field(
         default=False,
         metadata={
-            "help": "Delete the checkpoint-* folders an earlier run left in --output_dir before training anew (as "
-            "transformers 4's flag of this name allowed). Without it such a folder is refused unless resuming: its "
-            "checkpoints would be averaged and resumed as if they were this run's. The built-in run's default."
+            "help": "Delete what an earlier run left in --output_dir (its checkpoint-* folders, model, tokenizer, card "
+            "and results) before training or scoring anew (as transformers 4's flag of this name allowed). Without "
+            "it such a folder is refused unless resuming: its checkpoints would be averaged and resumed as if they "
+            "were this run's, and its results added to this run's. The built-in run's default."
+        },
+    )
+
+    hub_private_repo: bool | None = field(
+        default=None,
+        metadata={
+            "help": "With --push_to_hub: make the repository private, whether the push creates it or it exists and "
+            "is public (then made private before the upload, with a warning). Unset: a new repository gets the "
+            "Hub's default, an existing one keeps its visibility."
         },
     )
 

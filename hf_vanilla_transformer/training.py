@@ -1004,6 +1004,8 @@ def main(argv: list[str] | None = None) -> dict:
         resume_from = resume_checkpoint(training_args)  # before the data work: a wrong folder fails at once
         if resume_from is None:
             clear_earlier_checkpoints(training_args)
+            if training_args.overwrite_output_dir:
+                clear_earlier_model(training_args, keep_tokenizer=bool(model_args.tokenizer_name))
     if resume_from is None:
         clear_earlier_results(training_args)
 
@@ -1320,6 +1322,36 @@ def clear_earlier_checkpoints(training_args) -> None:
                            training_args.output_dir, names)
             for checkpoint in earlier:
                 shutil.rmtree(checkpoint)
+
+
+TOKENIZER_PATTERNS = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "*.spm")
+EARLIER_MODEL_PATTERNS = (
+    "model*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "config.json", "generation_config.json",
+    *TOKENIZER_PATTERNS, CARD_INPUTS_FILE, "training_curves.png", "trainer_state.json", "training_args.bin",
+)
+"""What a finished run saved beside its checkpoints: a new run replaces it only when it saves its own, so one
+stopped before that (Ctrl-C, a crash) left the earlier model beside its own new tokenizer, which translated
+gibberish."""
+
+
+def clear_earlier_model(training_args, keep_tokenizer: bool = False) -> None:
+    """With --overwrite_output_dir, a new training run deletes the model, tokenizer and card an earlier run saved
+    in --output_dir (by the main process, before anything is written there); the card only if the earlier run's
+    card inputs say it is one of this package's; the tokenizer not where --tokenizer_name may name it."""
+    folder = Path(training_args.output_dir)
+    patterns = [p for p in EARLIER_MODEL_PATTERNS if not (keep_tokenizer and p in TOKENIZER_PATTERNS)]
+    earlier = sorted({path for pattern in patterns for path in folder.glob(pattern) if path.is_file()})
+    if (folder / CARD_INPUTS_FILE).is_file() and (folder / "README.md").is_file():
+        earlier.append(folder / "README.md")
+    if not earlier:
+        return
+    with training_args.main_process_first(desc="listing an earlier run's model"):
+        pass  # every process has seen them before the main process deletes them
+    if training_args.process_index == 0:
+        logger.warning("--overwrite_output_dir: deleting the earlier run's model in %s: %s", folder,
+                       ", ".join(path.name for path in earlier))
+        for path in earlier:
+            path.unlink()
 
 
 RESULT_FILES = ("all_results.json", "train_results.json", "eval_results.json", "predict_results.json",

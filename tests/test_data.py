@@ -532,7 +532,7 @@ def test_a_damaged_gzip_data_file_is_named(tmp_path, name, content):
     (tmp_path / name).write_bytes(content)
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / name),
                                     cache_dir=str(tmp_path / "cache"))
-    with pytest.raises(InputError, match=f"^{tmp_path / name} is not a complete gzip file .*`gzip -t {name}`"):
+    with pytest.raises(InputError, match=f"^{tmp_path / name} is not a complete gzip file .*`gzip -t {tmp_path / name}`"):
         load_translation_datasets(args)
 
 
@@ -751,7 +751,8 @@ def test_a_utf16_file_is_named_as_such_with_the_command_that_converts_it(tmp_pat
     with pytest.raises(InputError) as error:
         load_parallel_text(source, target, source_lang="de", target_lang="en")
     assert str(error.value).startswith(f"{source} is UTF-16 text")
-    assert f"`iconv -f {iconv} -t UTF-8 u.de > u.de.utf8 && mv u.de.utf8 u.de`" in str(error.value)
+    # the paths as given: the command runs as pasted, from the folder the file was named in (it said `u.de`)
+    assert f"`iconv -f {iconv} -t UTF-8 {source} > {source}.utf8 && mv {source}.utf8 {source}`" in str(error.value)
 
 
 def test_a_count_of_one_is_said_in_the_singular(tmp_path, caplog):

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -878,3 +879,23 @@ def test_the_card_names_the_files_read(tmp_path):
     _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "out"), "--train_prefix", str(tmp_path / "train"),
                                        "--source_lang", "de", "--target_lang", "en"])
     assert data_source_description(data_args) == "local files `train.de.gz` and `train.en`"
+
+
+def test_a_new_run_over_a_finished_one_leaves_no_earlier_model_beside_its_tokenizer(builtin_run, tmp_path,
+                                                                                    monkeypatch):
+    """--overwrite_output_dir deleted the earlier checkpoints and results, not the model: a new run with another
+    vocabulary, stopped before its own save, left the old model beside the new tokenizer (translating gibberish)."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    out = tmp_path / "run"
+    shutil.copytree(builtin_run[0], out)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "train", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(list(map(str, ["--output_dir", out, *FEW_NUMBERS, *TINY, "--vocab_size", "280", "--max_steps", "2"])))
+    left = {path.name for path in out.iterdir()}
+    assert not left & {"model.safetensors", "config.json", "README.md", "all_results.json", "model_card_inputs.json"}
+    assert not any(name.startswith("checkpoint-") for name in left)

@@ -7,12 +7,16 @@ encodings put all sines before all cosines where the paper (and this package) in
 
 `ctranslate2_options` gives the `translate_batch` options under which CTranslate2's beam search returns what
 `generate()` returns (see there). One difference remains: a source that is only the end token `</s>` is an empty
-sentence to CTranslate2, which returns an empty translation without running the model.
+sentence to CTranslate2, which returns an empty translation without running the model. A MarianMTModel (an opus-mt
+model) is exported converted with `from_marian`; of its generation config CTranslate2 follows `bad_words_ids` (never
+`<pad>`, as `suppress_sequences`), but not `forced_eos_token_id` (`</s>` at the length limit) or
+`early_stopping=False`, which `CTranslate2Translator` warns about.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import warnings
@@ -21,7 +25,13 @@ from pathlib import Path
 
 import torch
 
+from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .conversion import from_marian
+from .errors import InputError
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
+from .tokenization import load_tokenizer
+
+logger = logging.getLogger(__name__)
 
 # transformers activation name -> ctranslate2 Activation member name
 _ACTIVATIONS = {
@@ -46,22 +56,56 @@ def _import_ctranslate2():
 
 
 def _load(model_or_dir):
-    """(model, tokenizer or None) from a model or a directory written by `save_pretrained`."""
+    """(model, tokenizer or None) from a model or a directory written by `save_pretrained`. A MarianMTModel (an
+    opus-mt model, the same network) is converted with `from_marian`; the tokenizer of its folder is its own
+    (MarianTokenizer), saved with the export as it is."""
+    from transformers import MarianMTModel
+
     if isinstance(model_or_dir, VanillaTransformerForConditionalGeneration):
         return model_or_dir, None
+    if isinstance(model_or_dir, MarianMTModel):
+        return _converted(model_or_dir, "The model"), None
     if isinstance(model_or_dir, (str, os.PathLike)):
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer, PreTrainedConfig
 
-        model = VanillaTransformerForConditionalGeneration.from_pretrained(model_or_dir)
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(model_or_dir)
-        except (OSError, ValueError, TypeError):
-            tokenizer = None
+        model_type = PreTrainedConfig.get_config_dict(model_or_dir)[0].get("model_type")
+        if model_type not in ("marian", VanillaTransformerConfig.model_type):
+            raise InputError(
+                f"{model_or_dir} holds {f'a {model_type!r} model' if model_type else 'a model of no model_type'} "
+                f"(its config.json's model_type), not this package's {VanillaTransformerConfig.model_type!r} or a "
+                "MarianMTModel, which it converts: export it with CTranslate2's own converter "
+                f"(`ct2-transformers-converter --model {model_or_dir} --output_dir ...`)."
+            )
+        tokenizer = None
+        if model_type == "marian" and Path(model_or_dir, "tokenizer_config.json").is_file():
+            # its MarianTokenizer (sentencepiece): a missing file or library is one message, not an export with
+            # placeholder tokens
+            tokenizer = load_tokenizer(model_or_dir)
+        else:
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(model_or_dir)
+            except (OSError, ValueError, TypeError):
+                pass
+        if model_type == "marian":
+            model = _converted(MarianMTModel.from_pretrained(model_or_dir), str(model_or_dir))
+        else:
+            model = VanillaTransformerForConditionalGeneration.from_pretrained(model_or_dir)
         return model, tokenizer
     raise TypeError(
-        "export_ctranslate2 expects a VanillaTransformerForConditionalGeneration or a directory it was saved to, "
-        f"got {type(model_or_dir).__name__}."
+        "export_ctranslate2 expects a VanillaTransformerForConditionalGeneration, a MarianMTModel or a directory "
+        f"either was saved to, got {type(model_or_dir).__name__}."
     )
+
+
+def _converted(marian, name: str) -> VanillaTransformerForConditionalGeneration:
+    """`marian` converted with `from_marian`, which computes the same function, and said so."""
+    try:
+        model = from_marian(marian)
+    except ValueError as error:
+        raise InputError(f"{name} is a MarianMTModel that the paper's model cannot take over: {error}") from error
+    logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function) to export it.",
+                   name)
+    return model
 
 
 def placeholder_vocabulary(config) -> list[str]:
@@ -214,7 +258,9 @@ def export_ctranslate2(
     max_positions: int | None = None,
     force: bool = True,
 ) -> Path:
-    """Write `model_or_dir` (a model, or a directory from `save_pretrained`) as a CTranslate2 model to `out_dir`.
+    """Write `model_or_dir` (a model, or a directory from `save_pretrained`) as a CTranslate2 model to `out_dir`. A
+    MarianMTModel, or its folder, is converted with `from_marian` first (and said so); another kind of model is an
+    InputError.
 
     quantization: None (float32 weights) or a CTranslate2 weight type: "int8", "int8_float32", "int16",
         "float16", "bfloat16", "int8_float16", "int8_bfloat16". A model can also be quantized when loaded
@@ -222,8 +268,8 @@ def export_ctranslate2(
     vocabulary: token strings by id; default: the tokenizer saved with the model, else `placeholder_vocabulary`.
     max_positions: length of the stored position table, the longest source and translation CTranslate2 can
         handle (default `config.max_position_embeddings`).
-    Also writes `generation.json` with the model's beam size, length penalty and limits, which
-    `translate_ids_with_ctranslate2` reads.
+    Also writes `generation.json` with the model's beam size, length penalty, limits and the tokens it never
+    generates (`bad_words_ids`), which `translate_ids_with_ctranslate2` reads.
     """
     out_dir = Path(out_dir)
     replace = _check_export_target(out_dir, force)  # before any work
@@ -244,6 +290,12 @@ def export_ctranslate2(
         "max_length": generation.max_length,  # set, as a converted Marian model's 512: generate()'s limit, not source + 50
         "max_new_tokens": generation.max_new_tokens,
         "max_position_embeddings": max_positions or model.config.max_position_embeddings,
+        # a converted Marian model's: never <pad> ([[pad]], followed as CTranslate2's suppress_sequences, which
+        # renormalizes as renormalize_logits does), and </s> forced at the length limit, which CTranslate2 cannot do
+        # (CTranslate2Translator warns about what it cannot follow)
+        "bad_words_ids": generation.bad_words_ids,
+        "renormalize_logits": generation.renormalize_logits,
+        "forced_eos_token_id": generation.forced_eos_token_id,
     }
     (out_dir / "generation.json").write_text(json.dumps(settings, indent=2) + "\n")
     if tokenizer is not None:
@@ -296,7 +348,9 @@ def _vocabulary_of(model_dir: Path) -> list[str]:
 class CTranslate2Translator:
     """A CTranslate2 translator working on token ids, as `generate()` does: `translate(input_ids, attention_mask)`
     returns the translations' ids, one unpadded list a sentence (without the start token; with the end token). Each
-    source is the ids its `attention_mask` keeps, so a batch may be padded on the right or on the left."""
+    source is the ids its `attention_mask` keeps, so a batch may be padded on the right or on the left. The exported
+    generation config's `bad_words_ids` (a converted Marian model's `<pad>`) are never generated; what of it
+    CTranslate2 cannot follow is warned about when the translator is made."""
 
     def __init__(self, model_dir, compute_type: str = "default", intra_threads: int = 0, **kwargs):
         ctranslate2 = _import_ctranslate2()
@@ -308,13 +362,35 @@ class CTranslate2Translator:
         self.ids = {token: i for i, token in enumerate(self.tokens)}
         settings = self.model_dir / "generation.json"
         self.settings = json.loads(settings.read_text()) if settings.exists() else {}
-        if self.settings.get("early_stopping") is False and self.settings.get("num_beams", 4) > 1:
+        if differences := self._differences():
             warnings.warn(
-                f"{model_dir}'s generation config decodes with early_stopping=False (a converted Marian model's), "
-                "which CTranslate2 cannot: its beam search stops as generate(early_stopping=True) does, so a "
-                "translation may differ where a longer hypothesis would have won.",
+                f"{model_dir}'s generation config decodes with settings that CTranslate2 cannot follow (a converted "
+                f"Marian model's), so a translation may differ from generate()'s: {'; '.join(differences)}.",
                 stacklevel=2,
             )
+
+    def _differences(self) -> list[str]:
+        """What generate() does under the exported generation config and CTranslate2's beam search cannot."""
+        differences = []
+        beams = self.settings.get("num_beams", 4) > 1
+        if self.settings.get("early_stopping") is False and beams:
+            differences.append(
+                "early_stopping=False (CTranslate2's beam search stops as generate(early_stopping=True) does, where "
+                "a longer hypothesis could still win)"
+            )
+        if self.settings.get("bad_words_ids") and not self.settings.get("renormalize_logits") and beams:
+            differences.append(
+                "bad_words_ids without renormalize_logits (generate() scores hypotheses with the banned tokens' "
+                "share of the probability left out; CTranslate2 renormalizes over the tokens allowed)"
+            )
+        forced_eos = self.settings.get("forced_eos_token_id")
+        if forced_eos is not None:
+            token = self.tokens[forced_eos[0] if isinstance(forced_eos, list) else forced_eos]
+            differences.append(
+                f"forced_eos_token_id={forced_eos} (generate() ends a translation that reaches the length limit with "
+                f"{token}; CTranslate2 cuts it there, without it)"
+            )
+        return differences
 
     def translate(
         self,
@@ -340,6 +416,8 @@ class CTranslate2Translator:
             max_new_tokens = self.settings["max_length"] - 1  # generate()'s max_length counts the start token
         if max_new_tokens is None:  # generate()'s default: source length + 50
             max_new_tokens = input_ids.shape[1] + 50
+        if self.settings.get("bad_words_ids") and "suppress_sequences" not in options:  # Marian's [[pad]]
+            options["suppress_sequences"] = [[self.tokens[i] for i in ids] for ids in self.settings["bad_words_ids"]]
         results = self.translator.translate_batch(
             source,
             max_batch_size=max_batch_size,

@@ -5,6 +5,7 @@
 """
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -41,7 +42,7 @@ def check_one_model(checkpoints):
     averaged model gets: weights of equal shapes but another activation, normalization or tokenizer would average
     into nonsense without a word."""
     last = checkpoints[-1]
-    expected, tokenizer = _config(last), last / "tokenizer.json"
+    expected = _config(last)
     for checkpoint in checkpoints[:-1]:
         config = _config(checkpoint)
         if expected is not None and config is not None:
@@ -54,13 +55,35 @@ def check_one_model(checkpoints):
                     f"differ ({shown}{'; ...' if len(fields) > 3 else ''}). Average the checkpoints of one model "
                     "(a lower --last leaves the older ones out)."
                 )
-        other = checkpoint / "tokenizer.json"
-        if tokenizer.is_file() and other.is_file() and _tokenizer(other) != _tokenizer(tokenizer):
+        if differing := _tokenizer_difference(checkpoint, last):
             raise InputError(
-                f"{checkpoint.name} and {last.name} hold different tokenizers (tokenizer.json), whose token ids mean "
+                f"{checkpoint.name} and {last.name} hold different tokenizers ({differing}), whose token ids mean "
                 "other tokens: their weights cannot be averaged. Average the checkpoints of one model (a lower --last "
                 "leaves the older ones out)."
             )
+
+
+SENTENCEPIECE_MODELS = ("source.spm", "target.spm", "spiece.model", "sentencepiece.bpe.model")
+"""The sentencepiece models a tokenizer saved without tokenizer.json reads (a MarianTokenizer's source.spm and
+target.spm, as runs started from an opus-mt model save it): they split the text into the vocabulary's tokens."""
+
+
+def _tokenizer_difference(checkpoint: Path, last: Path) -> str | None:
+    """What differs between the tokenizers saved in two checkpoints (None where they are the same, or either has
+    none): their tokenizer.json where both have one; else (a MarianTokenizer, as runs started from an opus-mt model
+    save it) their vocabularies (`get_vocab()`) and the sentencepiece models either has."""
+    fast = [(folder / "tokenizer.json").is_file() for folder in (checkpoint, last)]
+    if all(fast):
+        same = _tokenizer(checkpoint / "tokenizer.json") == _tokenizer(last / "tokenizer.json")
+        return None if same else "tokenizer.json"
+    if not all((folder / "tokenizer_config.json").is_file() for folder in (checkpoint, last)):
+        return None
+    if _vocabulary(checkpoint) != _vocabulary(last):
+        return "other vocabularies"
+    if any(fast):  # a fast and a slow tokenizer of one vocabulary: the same token ids
+        return None
+    models = [name for name in SENTENCEPIECE_MODELS if _bytes(checkpoint / name) != _bytes(last / name)]
+    return ", ".join(models) or None
 
 
 def _tokenizer(path: Path) -> dict:
@@ -71,6 +94,22 @@ def _tokenizer(path: Path) -> dict:
                 if key not in ("truncation", "padding")}
     except (UnicodeDecodeError, json.JSONDecodeError):
         return {"bytes": path.read_bytes()}
+
+
+@functools.cache
+def _vocabulary(checkpoint: Path) -> dict | bytes | None:
+    """The checkpoint's tokenizer's `get_vocab()` (token -> id); the bytes of its vocab.json where the tokenizer does
+    not load (the averaging says what is wrong with the last one's)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(checkpoint).get_vocab()
+    except (OSError, ValueError, TypeError, ImportError):
+        return _bytes(checkpoint / "vocab.json")
+
+
+def _bytes(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
 
 
 def main(argv=None):

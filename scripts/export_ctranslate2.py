@@ -17,6 +17,12 @@ generation.json (beam size, length penalty) and the tokenizer. Translate with it
 
 With `ctranslate2_options` (beam 4, length penalty 0.6, end token counted in the length, end token allowed at
 the first step) the fp32 translations equal `model.generate()`'s.
+
+A MarianMTModel's folder (an opus-mt model) is converted with `hf_vanilla_transformer.from_marian` first and exported
+with its own tokenizer (MarianTokenizer). Its generation config never generates <pad> (bad_words_ids): give
+translate_batch `suppress_sequences=[["<pad>"]]` too, or translate with `CTranslate2Translator` (of
+hf_vanilla_transformer.export), which reads generation.json and warns about what CTranslate2 cannot follow (Marian's
+forced_eos_token_id and early_stopping=False).
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ def parse_arguments(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
-    parser.add_argument("model", help="a directory written by save_pretrained (with its tokenizer), or a Hub repo id")
+    parser.add_argument("model", help="a directory written by save_pretrained (with its tokenizer), or a Hub repo id: "
+                                      "this package's model, or a MarianMTModel, which is converted")
     parser.add_argument("output_dir", help="where to write the CTranslate2 model")
     parser.add_argument("--quantization", choices=QUANTIZATIONS, default=None,
                         help="weight type (default: float32 weights; a model can also be quantized when loaded)")

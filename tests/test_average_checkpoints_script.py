@@ -253,3 +253,55 @@ def test_a_folder_without_checkpoints_is_not_a_run(tmp_path, monkeypatch, capsys
                              capsys=capsys)
     assert status == 2 and "lower --last" not in err
     assert f"{tmp_path / 'run'} has no checkpoints (checkpoint-<step> folders): it is not a training run's" in err
+
+
+@pytest.fixture(scope="module")
+def opus_mt_tokenizer(tmp_path_factory):
+    """The files of a MarianTokenizer (vocab.json, source.spm, target.spm, tokenizer_config.json; no tokenizer.json),
+    as runs started from an opus-mt model save them in each checkpoint."""
+    pytest.importorskip("sentencepiece")
+    from test_marian_finetuning import make_opus_mt_dir
+
+    model_dir = make_opus_mt_dir(tmp_path_factory.mktemp("opus"))
+    return {name: (model_dir / name).read_bytes()
+            for name in ("vocab.json", "source.spm", "target.spm", "tokenizer_config.json")}
+
+
+def another_sentencepiece_model(run):
+    import sentencepiece
+
+    text = run / "text.txt"
+    text.write_text("\n".join(["Ein Hund läuft über die Wiese.", "A dog runs across the meadow."] * 20) + "\n")
+    sentencepiece.SentencePieceTrainer.train(input=str(text), model_prefix=str(run / "other"), vocab_size=40,
+                                             model_type="bpe", bos_id=-1, eos_id=2, unk_id=1, pad_id=-1,
+                                             minloglevel=2)
+    return (run / "other.model").read_bytes()
+
+
+@pytest.mark.parametrize("change", [None, "vocabulary", "target.spm"])
+def test_checkpoints_with_different_sentencepiece_tokenizers_are_not_averaged(change, opus_mt_tokenizer, run, tmp_path,
+                                                                              monkeypatch, capsys):
+    """Only tokenizer.json was compared: checkpoints of a run started from a Marian model hold a MarianTokenizer
+    (vocab.json and sentencepiece models) instead, and those of two vocabularies were averaged without a word."""
+    for step in (2, 3):
+        (run / f"checkpoint-{step}" / "tokenizer.json").unlink()
+        for name, content in opus_mt_tokenizer.items():
+            (run / f"checkpoint-{step}" / name).write_bytes(content)
+    if change == "vocabulary":
+        vocab_file = run / "checkpoint-2" / "vocab.json"
+        vocab = json.loads(vocab_file.read_text(encoding="utf-8"))
+        first, second = list(vocab)[10:12]
+        vocab[first], vocab[second] = vocab[second], vocab[first]  # two tokens' ids swapped
+        vocab_file.write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    elif change == "target.spm":  # the same vocabulary, but the text split into other pieces
+        (run / "checkpoint-2" / "target.spm").write_bytes(another_sentencepiece_model(tmp_path))
+    status, out, err = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
+                               capsys=capsys)
+    if change is None:
+        assert status == 0 and "Averaged checkpoint-2, checkpoint-3 into" in out, err
+        assert (tmp_path / "avg" / "source.spm").read_bytes() == opus_mt_tokenizer["source.spm"]
+        return
+    expected = "other vocabularies" if change == "vocabulary" else "target.spm"
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"checkpoint-2 and checkpoint-3 hold different tokenizers ({expected}), whose token ids mean" in err
+    assert not (tmp_path / "avg").exists()

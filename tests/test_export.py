@@ -88,10 +88,10 @@ def sources():
     return torch.cat([input_ids, empty]), torch.cat([attention_mask, empty.ne(0).long()])
 
 
-def up_to_eos(ids):
+def up_to_eos(ids, eos=EOS):
     """generate()'s row without the start token, cut after the first </s> (what follows is padding)."""
     ids = ids[1:]
-    return ids[: ids.index(EOS) + 1] if EOS in ids else ids
+    return ids[: ids.index(eos) + 1] if eos in ids else ids
 
 
 def test_writes_a_ctranslate2_model(exported):
@@ -312,4 +312,102 @@ def test_a_converted_marian_model_with_an_output_bias_translates_as_generate_doe
     settings = json.loads((out_dir / "generation.json").read_text())
     (out_dir / "generation.json").write_text(json.dumps({**settings, "num_beams": 4, "early_stopping": False}))
     with pytest.warns(UserWarning, match="early_stopping=False"):  # Marian's own, which CTranslate2 cannot follow
+        CTranslate2Translator(out_dir)
+
+
+@pytest.fixture(scope="module")
+def opus_mt(tmp_path_factory):
+    """A saved MarianMTModel with its MarianTokenizer (sentencepiece), as an opus-mt model comes."""
+    pytest.importorskip("sentencepiece")
+    from test_marian_finetuning import make_opus_mt_dir
+
+    return make_opus_mt_dir(tmp_path_factory.mktemp("opus"))
+
+
+def test_script_converts_a_saved_marian_model_and_keeps_its_tokenizer(opus_mt, tmp_path, caplog):
+    """An opus-mt model's folder was a 20-line traceback ("This config is for model type 'marian'"): the model is
+    converted with from_marian, which the script says, and exported with the folder's own MarianTokenizer; CTranslate2
+    translates as MarianMTModel.generate() does under the settings it follows."""
+    from transformers import MarianMTModel, MarianTokenizer
+
+    with caplog.at_level("WARNING"):
+        out_dir = export_script().main([str(opus_mt), str(tmp_path / "ct2")])
+    assert f"{opus_mt} is a MarianMTModel: converted with from_marian" in caplog.text
+    assert {"source.spm", "target.spm", "vocab.json"} <= {path.name for path in (out_dir / "tokenizer").iterdir()}
+    tokenizer = MarianTokenizer.from_pretrained(out_dir / "tokenizer")
+    assert tokenizer.get_vocab() == MarianTokenizer.from_pretrained(opus_mt).get_vocab()
+    vocabulary = json.loads((out_dir / "shared_vocabulary.json").read_text())
+    assert vocabulary == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))]
+    assert vocabulary[0] == "</s>" and vocabulary[-1] == "<pad>"
+    marian = MarianMTModel.from_pretrained(opus_mt).eval()
+    batch = tokenizer(["A dog runs.", "Two children are playing in the park."], return_tensors="pt", padding=True)
+    ours = marian.generate(**batch, max_new_tokens=8, early_stopping=True, forced_eos_token_id=None,
+                           renormalize_logits=True)
+    with pytest.warns(UserWarning, match="early_stopping=False .* forced_eos_token_id=0"):  # Marian's own
+        translator = CTranslate2Translator(out_dir)
+    theirs = translator.translate(batch["input_ids"], batch["attention_mask"], max_new_tokens=8)
+    assert theirs == [up_to_eos(row, eos=0) for row in ours.tolist()]
+    from_object = export_ctranslate2(marian, tmp_path / "from_object", vocabulary=vocabulary)  # a MarianMTModel too
+    assert (from_object / "model.bin").read_bytes() == (out_dir / "model.bin").read_bytes()
+
+
+def test_script_refuses_another_kind_of_model_in_one_message(tmp_path):
+    """Another kind of model than ours or Marian's (a BART) was the same traceback: now one sentence that names
+    CTranslate2's own converter, and no output folder."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+
+    sizes = dict(d_model=16, encoder_ffn_dim=16, decoder_ffn_dim=16, max_position_embeddings=32)
+    config = BartConfig(vocab_size=260, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                        decoder_attention_heads=2, **sizes)
+    BartForConditionalGeneration(config).save_pretrained(tmp_path / "bart")
+    train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=260).save_pretrained(tmp_path / "bart")
+    with pytest.raises(InputError, match="holds a 'bart' model .*: export it with CTranslate2's own converter"):
+        export_script().main([str(tmp_path / "bart"), str(tmp_path / "ct2")])
+    assert not (tmp_path / "ct2").exists()
+
+
+def test_a_marian_models_generation_config_is_followed_or_warned_about(tmp_path):
+    """Marian's generation config never generates <pad> (bad_words_ids [[pad]], renormalize_logits), which CTranslate2
+    put in its beams: the export carries it, and CTranslate2 suppresses it. Marian's forced_eos_token_id (</s> at the
+    length limit), which CTranslate2 cannot follow, is warned about: the translations that end before the limit are
+    generate()'s."""
+    from test_conversion import make_marian
+
+    from hf_vanilla_transformer import from_marian
+
+    marian = make_marian()
+    generator = torch.Generator().manual_seed(12)
+    with torch.no_grad():
+        for name, parameter in marian.named_parameters():
+            if parameter.dim() > 1 and "embed_positions" not in name:  # large enough for translations to vary
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.2)
+        bias = torch.randn(99, generator=generator) * 0.3
+        bias[98], bias[0] = 4.0, 3.0  # <pad> the likeliest token at most steps; </s> likely enough to end early
+        marian.final_logits_bias.copy_(bias)
+    # Marian's generation config, with a shorter limit and CTranslate2's early stopping
+    marian.generation_config.update(num_beams=4, max_length=30, bad_words_ids=[[98]], forced_eos_token_id=0,
+                                    renormalize_logits=True, early_stopping=True)
+    out_dir = export_ctranslate2(from_marian(marian), tmp_path / "ct2", vocabulary=[f"t{i}" for i in range(99)])
+    settings = json.loads((out_dir / "generation.json").read_text())
+    assert settings["bad_words_ids"] == [[98]] and settings["forced_eos_token_id"] == 0
+    input_ids = torch.randint(1, 98, (12, 9), generator=generator)
+    input_ids[:, -1] = 0  # Marian's </s>
+    ours = [up_to_eos(row, eos=0) for row in marian.generate(input_ids).tolist()]
+    with pytest.warns(UserWarning) as warned:
+        translator = CTranslate2Translator(out_dir)
+    message = " ".join(str(warning.message) for warning in warned)
+    assert "forced_eos_token_id=0 (generate() ends a translation that reaches the length limit with t0" in message
+    assert "early_stopping" not in message and "renormalize_logits" not in message
+    theirs = translator.translate(input_ids)
+    ended = [i for i, row in enumerate(ours) if len(row) < 29]
+    assert [theirs[i] for i in ended] == [ours[i] for i in ended]
+    assert len({len(ours[i]) for i in ended}) >= 4 and len(ended) < len(ours)  # lengths vary; some reach the limit
+    for i in set(range(len(ours))) - set(ended):  # there generate() forced </s>, which CTranslate2 cannot
+        assert ours[i][-1] == 0 and len(theirs[i]) == 29 and theirs[i][-1] != 0
+    assert sum(98 in row for row in translator.translate(input_ids, suppress_sequences=None)) >= 6  # as before
+    (out_dir / "generation.json").write_text(json.dumps({**settings, "renormalize_logits": False}))
+    with pytest.warns(UserWarning, match="bad_words_ids without renormalize_logits"):  # generate() scores otherwise
         CTranslate2Translator(out_dir)

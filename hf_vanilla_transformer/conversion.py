@@ -8,6 +8,7 @@ input columns or output rows permuted), so permuting the residual-stream dimensi
 encodings into ours and the converted model computes the same function.
 """
 
+import logging
 import os
 from pathlib import Path
 
@@ -15,7 +16,11 @@ import torch
 from transformers import GenerationConfig, MarianMTModel
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .errors import InputError
 from .modeling_vanilla_transformer import PAPER_DECODING, VanillaTransformerForConditionalGeneration
+
+
+logger = logging.getLogger(__name__)
 
 
 def marian_to_paper_permutation(d_model: int) -> torch.Tensor:
@@ -126,3 +131,16 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
             if getattr(model.generation_config, name, None) is None:
                 setattr(model.generation_config, name, defaults[name])
     return model.to(marian.device).train(marian.training)
+
+
+def converted_marian(marian: MarianMTModel, name: str) -> VanillaTransformerForConditionalGeneration:
+    """`from_marian(marian)` for the scripts, which take a Marian folder where they take this package's model: said
+    in a warning naming `name`, and an InputError (one message at the command line) where the paper's model cannot
+    take it over (separate vocabularies)."""
+    try:
+        model = from_marian(marian)
+    except ValueError as error:
+        raise InputError(f"{name} is a MarianMTModel that the paper's model cannot take over: {error}") from error
+    logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function).", name)
+    return model
+

@@ -16,7 +16,6 @@ model) is exported converted with `from_marian`; of its generation config CTrans
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import warnings
@@ -26,12 +25,11 @@ from pathlib import Path
 import torch
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
-from .conversion import from_marian
+from .conversion import converted_marian
 from .errors import InputError
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
 from .tokenization import load_tokenizer
 
-logger = logging.getLogger(__name__)
 
 # transformers activation name -> ctranslate2 Activation member name
 _ACTIVATIONS = {
@@ -64,7 +62,7 @@ def _load(model_or_dir):
     if isinstance(model_or_dir, VanillaTransformerForConditionalGeneration):
         return model_or_dir, None
     if isinstance(model_or_dir, MarianMTModel):
-        return _converted(model_or_dir, "The model"), None
+        return converted_marian(model_or_dir, "The model"), None
     if isinstance(model_or_dir, (str, os.PathLike)):
         from transformers import AutoTokenizer, PreTrainedConfig
 
@@ -77,7 +75,8 @@ def _load(model_or_dir):
                 f"(`ct2-transformers-converter --model {model_or_dir} --output_dir ...`)."
             )
         tokenizer = None
-        if model_type == "marian" and Path(model_or_dir, "tokenizer_config.json").is_file():
+        if model_type == "marian" and (not os.path.isdir(model_or_dir)
+                                       or Path(model_or_dir, "tokenizer_config.json").is_file()):
             # its MarianTokenizer (sentencepiece): a missing file or library is one message, not an export with
             # placeholder tokens
             tokenizer = load_tokenizer(model_or_dir)
@@ -87,7 +86,7 @@ def _load(model_or_dir):
             except (OSError, ValueError, TypeError):
                 pass
         if model_type == "marian":
-            model = _converted(MarianMTModel.from_pretrained(model_or_dir), str(model_or_dir))
+            model = converted_marian(MarianMTModel.from_pretrained(model_or_dir), str(model_or_dir))
         else:
             model = VanillaTransformerForConditionalGeneration.from_pretrained(model_or_dir)
         return model, tokenizer
@@ -95,17 +94,6 @@ def _load(model_or_dir):
         "export_ctranslate2 expects a VanillaTransformerForConditionalGeneration, a MarianMTModel or a directory "
         f"either was saved to, got {type(model_or_dir).__name__}."
     )
-
-
-def _converted(marian, name: str) -> VanillaTransformerForConditionalGeneration:
-    """`marian` converted with `from_marian`, which computes the same function, and said so."""
-    try:
-        model = from_marian(marian)
-    except ValueError as error:
-        raise InputError(f"{name} is a MarianMTModel that the paper's model cannot take over: {error}") from error
-    logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function) to export it.",
-                   name)
-    return model
 
 
 def placeholder_vocabulary(config) -> list[str]:

@@ -71,10 +71,11 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
     overwrite_output_dir: bool = field(
         default=False,
         metadata={
-            "help": "Delete what an earlier run left in --output_dir (its checkpoint-* folders, model, tokenizer, card "
-            "and results) before training or scoring anew (as transformers 4's flag of this name allowed). Without "
-            "it such a folder is refused unless resuming: its checkpoints would be averaged and resumed as if they "
-            "were this run's, and its results added to this run's. The built-in run's default."
+            "help": "Delete what an earlier run left in --output_dir before training anew: its checkpoint-* folders, "
+            "model, tokenizer, card and results (a run that only scores deletes the results), as transformers 4's "
+            "flag of this name allowed. Without it such a folder is refused unless resuming: its checkpoints would "
+            "be averaged and resumed as if they were this run's, and its results added to this run's. The built-in "
+            "run's default."
         },
     )
 

@@ -40,7 +40,7 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
 from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
-from .conversion import from_marian
+from .conversion import converted_marian
 from .checkpoint_averaging import load_averaged_weights
 from .data import (
     NUMBER_MAGNITUDES,
@@ -69,7 +69,9 @@ from .model_card import CARD_INPUTS_FILE, save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import normalize_whitespace, save_translation_pipeline
 from .tokenization import (
+    MARIAN_TOKENIZER_FILES,
     SPECIAL_TOKENS,
+    TOKENIZER_FILES,
     append_eos,
     check_special_tokens,
     load_tokenizer,
@@ -512,17 +514,21 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
 
 
 def check_scoring_folder(model_args, training_args) -> None:
-    """The run's folder is not the model's it starts from: training would replace that model (and, with
-    --overwrite_output_dir, delete its checkpoints); scoring would mix the new data's scores into its results while
-    its card keeps the old ones."""
-    model = model_args.model_name_or_path
-    if model and os.path.isdir(model) and os.path.isdir(training_args.output_dir) \
-            and os.path.samefile(model, training_args.output_dir):
-        what = ("training into it would replace the model it starts from" if training_args.do_train else
-                "scoring into it would mix these scores into the model's own results while its card keeps the old ones")
+    """The run's folder does not hold what the run starts from (--model_name_or_path, --config_name,
+    --tokenizer_name: the folder itself, one of its checkpoints or a file in it): training would replace that model,
+    and --overwrite_output_dir (the built-in run's default) delete it before it is read; scoring would replace the
+    run's results with a checkpoint's while its card keeps the old ones."""
+    output_dir = Path(training_args.output_dir).resolve()
+    for flag in ("model_name_or_path", "config_name", "tokenizer_name"):
+        given = getattr(model_args, flag)
+        if not given or not os.path.exists(given) or not Path(given).resolve().is_relative_to(output_dir):
+            continue
+        what = ("training into it would replace it, and --overwrite_output_dir delete it before it is read"
+                if training_args.do_train else "scoring into it would replace the run's results while its card "
+                "keeps the old ones")
         raise InputError(
-            f"--output_dir {training_args.output_dir} is the folder of --model_name_or_path: {what}. Give another "
-            f"--output_dir, e.g. {os.path.join(training_args.output_dir, 'tuned' if training_args.do_train else 'scored')}."
+            f"--{flag} {given} lies in --output_dir {training_args.output_dir}: {what}. Give another --output_dir, "
+            f"e.g. {os.path.join(training_args.output_dir, 'tuned' if training_args.do_train else 'scored')}."
         )
 
 
@@ -544,9 +550,10 @@ def warn_about_another_direction(model: str | None, data_args, training: bool) -
             continue
         learned = (inputs.get("source_lang"), inputs.get("target_lang"))
         given = (data_args.source_lang, data_args.target_lang)
-        if None in learned or learned == given:
+        codes = [_language_code(code) for code in (*learned, *given)]
+        if None in codes or codes[:2] == codes[2:]:  # unknown (opus-mt's `mul`, `ROMANCE`) or the same languages
             return
-        swapped = " (the other way round)" if learned == given[::-1] else ""
+        swapped = " (the other way round)" if codes[:2] == codes[2:][::-1] else ""
         why = ("fine-tuning starts from a model of that direction" if training else
                "it translates as it learned, and these scores will say little about it")
         logger.warning(
@@ -554,6 +561,27 @@ def warn_about_another_direction(model: str | None, data_args, training: bool) -
             "Check the two flags.", model, *learned, *given, swapped, why,
         )
         return
+
+
+# ISO 639-2/3 codes as opus-mt tokenizers record some languages ("eng", "deu", "zho"), by their ISO 639-1 codes
+_ISO_639_3 = {
+    "ara": "ar", "bul": "bg", "cat": "ca", "ces": "cs", "cze": "cs", "chi": "zh", "cmn": "zh", "dan": "da", "deu": "de",
+    "dut": "nl", "ell": "el", "eng": "en", "est": "et", "fas": "fa", "fin": "fi", "fra": "fr", "fre": "fr", "ger": "de",
+    "gre": "el", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "ita": "it", "jpn": "ja", "kor": "ko",
+    "lav": "lv", "lit": "lt", "nld": "nl", "nor": "no", "per": "fa", "pol": "pl", "por": "pt", "ron": "ro", "rum": "ro",
+    "rus": "ru", "slk": "sk", "slo": "sk", "slv": "sl", "spa": "es", "srp": "sr", "swe": "sv", "tha": "th", "tur": "tr",
+    "ukr": "uk", "vie": "vi", "zho": "zh",
+}
+
+
+def _language_code(code) -> str | None:
+    """A language id as a two-letter code ("de" for "de", "de_DE", "deu", "ger"); None where it is none that can be
+    compared (a group such as opus-mt's "mul" or "ROMANCE", an unknown three-letter code, nothing)."""
+    if not isinstance(code, str):
+        return None
+    base = re.split(r"[-_]", code.strip().lower())[0]
+    base = _ISO_639_3.get(base, base)
+    return base if len(base) == 2 and base.isalpha() else None
 
 
 def check_fsdp_saving(training_args) -> None:
@@ -954,14 +982,9 @@ def this_packages_model(model, name: str, attn_implementation: str | None):
     if model.config.model_type == VanillaTransformerConfig.model_type:
         return model
     if isinstance(model, MarianMTModel):
-        try:
-            converted = from_marian(model)
-        except ValueError as error:
-            raise InputError(f"{name} is a MarianMTModel that the paper's model cannot take over: {error}") from error
+        converted = converted_marian(model, name)
         if attn_implementation:
             converted.set_attn_implementation(attn_implementation)
-        logger.warning("%s is a MarianMTModel: converted with from_marian (the same network and function), the "
-                       "model this run uses.", name)
         return converted
     raise InputError(
         f"{name} is a {model.config.model_type!r} model ({type(model).__name__}), not the Transformer of this "
@@ -1005,7 +1028,7 @@ def main(argv: list[str] | None = None) -> dict:
         if resume_from is None:
             clear_earlier_checkpoints(training_args)
             if training_args.overwrite_output_dir:
-                clear_earlier_model(training_args, keep_tokenizer=bool(model_args.tokenizer_name))
+                clear_earlier_model(training_args)
     if resume_from is None:
         clear_earlier_results(training_args)
 
@@ -1089,8 +1112,8 @@ def main(argv: list[str] | None = None) -> dict:
             if not training_args.do_train:
                 raise
             raise KeyboardInterrupt(
-                f"the run's model is saved in {training_args.output_dir}, not scored: score it with "
-                f"--model_name_or_path {training_args.output_dir} --do_train false --output_dir "
+                f"the run's model is saved in {training_args.output_dir}, not scored: score it with this run's data "
+                f"flags and --model_name_or_path {training_args.output_dir} --do_train false --output_dir "
                 f"{Path(training_args.output_dir) / 'scored'}."
             ) from None
         metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
@@ -1296,62 +1319,48 @@ def data_source_description(data_args: DataArguments) -> str | None:
 def clear_earlier_checkpoints(training_args) -> None:
     """A new run (not resumed) must not find checkpoints of an earlier one in its --output_dir: the Trainer would
     leave those with higher steps in place, and they would be averaged, and resumed, as this run's. They are deleted
-    with --overwrite_output_dir (by the main process); otherwise the run stops before any work and says what to do,
-    as it does for the model of a run saved without checkpoints, which this run would replace."""
-    earlier = run_checkpoints(training_args.output_dir)
-    saved = Path(training_args.output_dir, "model.safetensors")
-    if not earlier and saved.is_file() and not training_args.overwrite_output_dir:  # a run saved without checkpoints
+    with --overwrite_output_dir; otherwise the run stops before any work and says what to do, as it does for the
+    model of a run saved without checkpoints, which this run would replace."""
+    folder = Path(training_args.output_dir)
+    earlier, saved = _as_the_main_process_sees(
+        training_args, lambda: (run_checkpoints(folder), (folder / "model.safetensors").is_file()))
+    if not earlier and saved and not training_args.overwrite_output_dir:  # a run saved without checkpoints
         raise InputError(
-            f"--output_dir {training_args.output_dir} holds the model of an earlier run ({saved.name}). Train into a "
-            "new --output_dir, or pass --overwrite_output_dir true to replace it."
+            f"--output_dir {training_args.output_dir} holds the model of an earlier run (model.safetensors). Train "
+            "into a new --output_dir, or pass --overwrite_output_dir true to replace it."
         )
-    if not earlier:
-        return
-    names = ", ".join(c.name for c in earlier[:3]) + (f", ... {earlier[-1].name}" if len(earlier) > 3 else "")
-    if not training_args.overwrite_output_dir:
+    if earlier and not training_args.overwrite_output_dir:
+        names = ", ".join(c.name for c in earlier[:3]) + (f", ... {earlier[-1].name}" if len(earlier) > 3 else "")
         raise InputError(
             f"--output_dir {training_args.output_dir} holds checkpoints of an earlier run ({names}). Continue that "
             "run with --resume_from_checkpoint true, train into a new --output_dir, or pass --overwrite_output_dir "
             "to delete them first."
         )
-    with training_args.main_process_first(desc="listing an earlier run's checkpoints"):
-        pass  # every process has listed them (and made the same choice) before the main process deletes any
-    with training_args.main_process_first(desc="deleting an earlier run's checkpoints"):
-        if training_args.process_index == 0:
-            logger.warning("--overwrite_output_dir: deleting the earlier run's checkpoints in %s: %s",
-                           training_args.output_dir, names)
-            for checkpoint in earlier:
-                shutil.rmtree(checkpoint)
+    _delete_earlier(training_args, earlier, "checkpoints")
 
 
-TOKENIZER_PATTERNS = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "*.spm")
 EARLIER_MODEL_PATTERNS = (
     "model*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "config.json", "generation_config.json",
-    *TOKENIZER_PATTERNS, CARD_INPUTS_FILE, "training_curves.png", "trainer_state.json", "training_args.bin",
+    *TOKENIZER_FILES, *MARIAN_TOKENIZER_FILES, "special_tokens_map.json", CARD_INPUTS_FILE, "training_curves.png",
+    "trainer_state.json", "training_args.bin",
 )
 """What a finished run saved beside its checkpoints: a new run replaces it only when it saves its own, so one
 stopped before that (Ctrl-C, a crash) left the earlier model beside its own new tokenizer, which translated
 gibberish."""
 
 
-def clear_earlier_model(training_args, keep_tokenizer: bool = False) -> None:
+def clear_earlier_model(training_args) -> None:
     """With --overwrite_output_dir, a new training run deletes the model, tokenizer and card an earlier run saved
-    in --output_dir (by the main process, before anything is written there); the card only if the earlier run's
-    card inputs say it is one of this package's; the tokenizer not where --tokenizer_name may name it."""
+    in --output_dir, before anything is written there; the card only if the earlier run's card inputs say it is one
+    of this package's. (What the run starts from never lies there: `check_scoring_folder`.)"""
     folder = Path(training_args.output_dir)
-    patterns = [p for p in EARLIER_MODEL_PATTERNS if not (keep_tokenizer and p in TOKENIZER_PATTERNS)]
-    earlier = sorted({path for pattern in patterns for path in folder.glob(pattern) if path.is_file()})
-    if (folder / CARD_INPUTS_FILE).is_file() and (folder / "README.md").is_file():
-        earlier.append(folder / "README.md")
-    if not earlier:
-        return
-    with training_args.main_process_first(desc="listing an earlier run's model"):
-        pass  # every process has seen them before the main process deletes them
-    if training_args.process_index == 0:
-        logger.warning("--overwrite_output_dir: deleting the earlier run's model in %s: %s", folder,
-                       ", ".join(path.name for path in earlier))
-        for path in earlier:
-            path.unlink()
+
+    def listing():
+        found = sorted({path for pattern in EARLIER_MODEL_PATTERNS for path in folder.glob(pattern) if path.is_file()})
+        card = folder / "README.md"
+        return found + [card] if (folder / CARD_INPUTS_FILE).is_file() and card.is_file() else found
+
+    _delete_earlier(training_args, _as_the_main_process_sees(training_args, listing), "model")
 
 
 RESULT_FILES = ("all_results.json", "train_results.json", "eval_results.json", "predict_results.json",
@@ -1362,23 +1371,42 @@ it finds, so a second run into the folder would report the first one's scores be
 
 def clear_earlier_results(training_args) -> None:
     """A new run (not resumed) must not find an earlier run's results in its --output_dir: with
-    --overwrite_output_dir they are deleted (by the main process), otherwise the run stops before any work."""
-    earlier = [name for name in RESULT_FILES if Path(training_args.output_dir, name).is_file()]
-    if not earlier:
-        return
-    if not training_args.overwrite_output_dir:
+    --overwrite_output_dir they are deleted, otherwise the run stops before any work."""
+    folder = Path(training_args.output_dir)
+    earlier = _as_the_main_process_sees(
+        training_args, lambda: [folder / name for name in RESULT_FILES if (folder / name).is_file()])
+    if earlier and not training_args.overwrite_output_dir:
         raise InputError(
-            f"--output_dir {training_args.output_dir} holds the results of an earlier run ({', '.join(earlier)}), "
-            "which this run's would be mixed with (all_results.json adds them up). Give a new --output_dir, or pass "
-            "--overwrite_output_dir true to replace them."
+            f"--output_dir {training_args.output_dir} holds the results of an earlier run "
+            f"({', '.join(path.name for path in earlier)}), which this run's would be mixed with (all_results.json "
+            "adds them up). Give a new --output_dir, or pass --overwrite_output_dir true to replace them."
         )
-    with training_args.main_process_first(desc="listing an earlier run's results"):
-        pass  # every process has seen them before the main process deletes them
-    if training_args.process_index == 0:
-        logger.warning("--overwrite_output_dir: deleting the earlier run's results in %s: %s",
-                       training_args.output_dir, ", ".join(earlier))
-        for name in earlier:
-            Path(training_args.output_dir, name).unlink()
+    _delete_earlier(training_args, earlier, "results")
+
+
+def _as_the_main_process_sees(training_args, listing):
+    """`listing()` as the main process finds it, on every process: each then makes the same choice (to stop, to
+    delete, to wait at the same barriers), also where --output_dir is not on a disk every machine shares."""
+    if training_args.world_size == 1:
+        return listing()
+    return broadcast_object_list([listing() if training_args.process_index == 0 else None], from_process=0)[0]
+
+
+def _delete_earlier(training_args, paths: list[Path], what: str) -> None:
+    """Delete an earlier run's `paths` (files or checkpoint folders) in the main process, with a warning naming
+    them; every process waits for it (the same `paths` on each: `_as_the_main_process_sees`)."""
+    if not paths:
+        return
+    with training_args.main_process_first(desc=f"deleting an earlier run's {what}"):
+        if training_args.process_index == 0:
+            shown = ", ".join(path.name for path in paths[:8]) + (", ..." if len(paths) > 8 else "")
+            logger.warning("--overwrite_output_dir: deleting the earlier run's %s in %s: %s", what,
+                           training_args.output_dir, shown)
+            for path in paths:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
 
 
 def resume_checkpoint(training_args) -> str | None:
@@ -1512,7 +1540,8 @@ def finish_without_training(checkpoint: str, training_args) -> str:
                 f"--output_dir {run / 'scored'}")
     count = training_args.average_last_checkpoints
     if not count:
-        return f"Finish it without training: score its last checkpoint with --model_name_or_path {checkpoint} --do_train false"
+        return (f"Finish it without training: score its last checkpoint with --model_name_or_path {checkpoint} "
+                f"--do_train false --output_dir {run / 'scored'}")
     return (f"Finish it without training: average the last checkpoints (python scripts/average_checkpoints.py {run} "
             f"--last {count} --output_dir {run / 'averaged'}) and score the average with --model_name_or_path "
             f"{run / 'averaged'} --do_train false")

@@ -165,7 +165,8 @@ def main(argv=None):
         )
     entries = sorted(os.listdir(output)) if os.path.isdir(output) else []
     # what describes the model there (its card, scores, translations) is stale once another model is saved there
-    stale = [n for n in entries if n in ("README.md", "generated_predictions.txt") or n.endswith("_results.json")]
+    stale = [n for n in entries if n in ("README.md", "model_card_inputs.json", "generated_predictions.txt")
+             or n.endswith("_results.json")]  # the card inputs too: a push renders the card again from them
     if entries and not args.overwrite:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
         removed = f" and remove {', '.join(stale)}, which describe the model there now" if stale else ""

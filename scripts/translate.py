@@ -200,7 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import AutoModelForSeq2SeqLM, MarianMTModel, pipeline
 
-    from hf_vanilla_transformer import from_marian  # (the import registers the model)
+    import hf_vanilla_transformer  # noqa: F401  (registers the model)
+    from hf_vanilla_transformer.conversion import converted_marian
     from hf_vanilla_transformer.errors import InputError, usable_device
     from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.pipeline_translation import TASK, translate_sentences
@@ -245,8 +246,8 @@ def main(argv: list[str] | None = None) -> None:
             loaded = AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision)
         if isinstance(loaded, MarianMTModel):  # an opus-mt model: the same function, on this package's fast paths
             try:  # (packed CPU weights, --quantize int8)
-                loaded = from_marian(loaded)
-            except ValueError:  # separate vocabularies: it translates as it is
+                loaded = converted_marian(loaded, args.model)
+            except InputError:  # separate vocabularies: it translates as it is
                 pass
         translator = pipeline(TASK, model=loaded, tokenizer=tokenizer, device=device)
     except InputError as error:

@@ -182,7 +182,8 @@ def test_ctrl_c_while_scoring_the_trained_model_says_it_is_saved(tmp_path, monke
     monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "predict", predict)
     out = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt, match=re.escape(f"the run's model is saved in {out}, not scored: score it "
-                                                          f"with --model_name_or_path {out} --do_train false")):
+                                                          f"with this run's data flags and --model_name_or_path {out} "
+                                                          "--do_train false")):
         main(list(map(str, ["--output_dir", out, "--number_words_train_size", "32", "--number_words_eval_size", "4",
                             "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32",
                             "--max_steps", "1", "--save_strategy", "no", "--eval_strategy", "no",

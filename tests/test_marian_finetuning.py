@@ -161,3 +161,15 @@ def test_scoring_an_opus_mt_model_the_other_way_round_is_warned_about(opus_mt, c
     caplog.clear()
     warn_about_another_direction(str(opus_mt), SimpleNamespace(source_lang="en", target_lang="de"), training=False)
     assert "was trained to translate" not in caplog.text
+    # opus-mt tokenizers record three-letter codes (eng, zho) or groups (mul): no warning for the same languages
+    import json
+
+    config = json.loads((opus_mt / "tokenizer_config.json").read_text())
+    for recorded in (("eng", "deu"), ("en", "mul")):
+        (opus_mt / "tokenizer_config.json").write_text(json.dumps({**config, "source_lang": recorded[0],
+                                                                   "target_lang": recorded[1]}))
+        warn_about_another_direction(str(opus_mt), SimpleNamespace(source_lang="en", target_lang="de"),
+                                     training=False)
+        assert "was trained to translate" not in caplog.text
+    (opus_mt / "tokenizer_config.json").write_text(json.dumps(config))
+

@@ -766,13 +766,20 @@ def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
     with pytest.raises(InputError, match="--config_name shapes a new model, but --model_name_or_path"):
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), "--config_name",
                          str(model), *own_data])
-    with pytest.raises(InputError, match="is the folder of --model_name_or_path: scoring into it would mix"):
+    with pytest.raises(InputError, match="lies in --output_dir .*: scoring into it would replace the run's results"):
         parse_arguments(["--output_dir", str(model), "--model_name_or_path", str(model), "--do_train", "false",
                          "--validation_prefix", "x", "--source_lang", "en", "--target_lang", "de"])
-    with pytest.raises(InputError, match="is the folder of --model_name_or_path: training into it would replace the "
-                                         "model it starts from"):  # with --overwrite_output_dir, its checkpoints too
+    with pytest.raises(InputError, match="lies in --output_dir .*: training into it would replace it"):
         parse_arguments(["--output_dir", str(model), "--model_name_or_path", str(model), *own_data,
                          "--overwrite_output_dir", "true"])
+    # one of the run's own checkpoints, its config or its tokenizer: --overwrite_output_dir deleted them before they
+    # were read (the run then failed with nothing left), and scoring a checkpoint replaced the run's results
+    shutil.copytree(model, model / "checkpoint-30")
+    for flags in (["--model_name_or_path", str(model / "checkpoint-30"), "--do_train", "false",
+                   "--validation_prefix", "x", "--source_lang", "en", "--target_lang", "de"],
+                  ["--config_name", str(model), *own_data], ["--tokenizer_name", str(model), *own_data]):
+        with pytest.raises(InputError, match=f"lies in --output_dir {model}"):
+            parse_arguments(["--output_dir", str(model), *flags])
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
                          "--max_steps", "20"])

@@ -89,7 +89,8 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         notepad = ' (as Windows Notepad saves "Unicode")' if encoding == "UTF-16" else ""
         return (
             f"{path} is UTF-16 text{notepad}, not UTF-8. Convert it to UTF-8, keeping its name, e.g. `iconv -f "
-            f"{encoding} -t UTF-8 {_shell(path)} > {_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} {_shell(path)}`."
+            f"{encoding} -t UTF-8 {_shell(path)} > {_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} "
+            f"{_shell(path)}`."
         )
     if encoding:
         return (

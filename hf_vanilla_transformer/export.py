@@ -275,7 +275,8 @@ def export_ctranslate2(
         "num_beams": generation.num_beams or 1,
         "length_penalty": generation.length_penalty if generation.length_penalty is not None else 1.0,
         "early_stopping": generation.early_stopping,
-        "max_length": generation.max_length,  # set, as a converted Marian model's 512: generate()'s limit, not source + 50
+        # where set (a converted Marian model's 512), generate()'s limit instead of source length + 50
+        "max_length": generation.max_length,
         "max_new_tokens": generation.max_new_tokens,
         "max_position_embeddings": max_positions or model.config.max_position_embeddings,
         # a converted Marian model's: never <pad> ([[pad]], followed as CTranslate2's suppress_sequences, which

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,10 +17,26 @@ BLEU_TOKENIZERS = tuple(sacrebleu.BLEU.TOKENIZERS)
 """The tokenizations sacrebleu's BLEU knows: `13a` (its default), `zh`, `ja-mecab`, `ko-mecab`, `char`, `intl`,
 `flores200`, `none`, ..."""
 
-_ISO_639_2 = {"zho": "zh", "chi": "zh", "jpn": "ja", "kor": "ko"}
-# the Chinese languages' own ISO 639-3 codes (OPUS and Tatoeba write Mandarin `cmn`, Cantonese `yue`), written in
-# Chinese characters as `zh` is
-_ISO_639_2.update(dict.fromkeys(["cmn", "yue", "wuu", "nan", "hak", "gan", "hsn", "cjy", "cdo", "lzh"], "zh"))
+# ISO 639-2/3 codes, as OPUS, Tatoeba and opus-mt tokenizers write some languages ("eng", "deu", "zho"), by their
+# ISO 639-1 codes; the Chinese languages' own codes (Mandarin `cmn`, Cantonese `yue`, ...) are written in Chinese
+# characters as `zh` is
+_ISO_639_3 = {
+    "ara": "ar", "bul": "bg", "cat": "ca", "ces": "cs", "cze": "cs", "chi": "zh", "dan": "da", "deu": "de", "dut": "nl",
+    "ell": "el", "eng": "en", "est": "et", "fas": "fa", "fin": "fi", "fra": "fr", "fre": "fr", "ger": "de", "gre": "el",
+    "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "ita": "it", "jpn": "ja", "kor": "ko", "lav": "lv",
+    "lit": "lt", "nld": "nl", "nor": "no", "per": "fa", "pol": "pl", "por": "pt", "ron": "ro", "rum": "ro", "rus": "ru",
+    "slk": "sk", "slo": "sk", "slv": "sl", "spa": "es", "srp": "sr", "swe": "sv", "tha": "th", "tur": "tr", "ukr": "uk",
+    "vie": "vi", "zho": "zh",
+    **dict.fromkeys(["cmn", "yue", "wuu", "nan", "hak", "gan", "hsn", "cjy", "cdo", "lzh"], "zh"),
+}
+
+
+def language_code(code: str | None) -> str:
+    """A language id's base code, lower case, two letters where it has them: "de" for "de", "de_DE", "DE-at", "deu"
+    and "ger"; "zh" for "zh-CN", "zho" and "cmn"; other ids as they are ("mul", "romance"); "" for none."""
+    base = re.split(r"[-_]", (code or "").strip().lower())[0]
+    return _ISO_639_3.get(base, base)
+
 
 BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_chrf.py")
 """The `evaluate` metric module shipped in the package: `evaluate.load(BLEU_CHRF_METRIC_PATH)` works offline."""
@@ -28,14 +45,14 @@ BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_c
 def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) -> str:
     """The tokenization BLEU uses: `tokenize` if given, else the one sacrebleu chooses for the target language, as
     its command line does with `-l`: `zh` for Chinese, `ja-mecab` for Japanese, `ko-mecab` for Korean (codes such as
-    `zh-CN`, `zh_Hant`, `cmn`, `yue` or `jpn` included), `13a` for the rest. 13a splits text at spaces and punctuation, so a
-    language written without spaces would be scored by whole sentences: BLEU 0 for a perfect translation.
+    `zh-CN`, `zh_Hant`, `cmn`, `yue` or `jpn` included: `language_code`), `13a` for the rest. 13a splits text at
+    spaces and punctuation, so a language written without spaces would be scored by whole sentences: BLEU 0 for a
+    perfect translation.
     `ja-mecab`/`ko-mecab` need `pip install "sacrebleu[ja]"` / `"sacrebleu[ko]"`; without it, `char` (each character
     a token) with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""
     if tokenize is not None and tokenize not in BLEU_TOKENIZERS:
         raise ValueError(f"sacrebleu has no BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}.")
-    language = (target_lang or "").lower().replace("_", "-").split("-")[0]
-    language = _ISO_639_2.get(language, language)
+    language = language_code(target_lang)
     chosen = tokenize or sacrebleu.BLEU._TOKENIZER_MAP.get(language, sacrebleu.BLEU.TOKENIZER_DEFAULT)
     try:
         sacrebleu.BLEU(tokenize=chosen)  # the name, not its signature ("ja-mecab-0.996-IPA"), is what BLEU takes

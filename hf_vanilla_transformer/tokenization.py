@@ -217,7 +217,8 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     except ImportError as error:  # a tokenizer of another kind, whose library is not installed: transformers' 4 lines
         needed = re.search(r"requires the (\w+) library", str(error))
         library = needed.group(1) if needed else "a library that is not installed"
-        hint = (" (`pip install sentencepiece`, or the package's extra: `pip install \"hf-vanilla-transformer[marian]\"`)"
+        hint = (" (`pip install sentencepiece`, or the package's extra: "
+                "`pip install \"hf-vanilla-transformer[marian]\"`)"
                 if library.lower() == "sentencepiece" else "")
         raise InputError(f"The tokenizer of {name_or_path} needs {library}: install it{hint}.") from error
     except ValueError as error:

@@ -57,6 +57,7 @@ from .distributed import check_resumable as check_launch_resumes, whole_fsdp_wei
 from .errors import InputError, first_line, one_line_errors
 from .hub import (
     check_push_target,
+    check_repo_model_type,
     hub_error_message,
     hub_host,
     hub_unreachable,
@@ -64,7 +65,7 @@ from .hub import (
     model_location,
     push_from_training_args,
 )
-from .metrics import bleu_tokenizer, make_compute_metrics, reference_texts, sacrebleu_signatures
+from .metrics import bleu_tokenizer, language_code, make_compute_metrics, reference_texts, sacrebleu_signatures
 from .model_card import CARD_INPUTS_FILE, save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .pipeline_translation import normalize_whitespace, save_translation_pipeline
@@ -550,9 +551,9 @@ def warn_about_another_direction(model: str | None, data_args, training: bool) -
             continue
         learned = (inputs.get("source_lang"), inputs.get("target_lang"))
         given = (data_args.source_lang, data_args.target_lang)
-        codes = [_language_code(code) for code in (*learned, *given)]
-        if None in codes or codes[:2] == codes[2:]:  # unknown (opus-mt's `mul`, `ROMANCE`) or the same languages
-            return
+        codes = [language_code(code) for code in (*learned, *given)]
+        if codes[:2] == codes[2:] or not all(len(code) == 2 and code.isalpha() for code in codes):
+            return  # the same languages, or ids that cannot be compared (opus-mt's groups `mul`, `ROMANCE`)
         swapped = " (the other way round)" if codes[:2] == codes[2:][::-1] else ""
         why = ("fine-tuning starts from a model of that direction" if training else
                "it translates as it learned, and these scores will say little about it")
@@ -561,27 +562,6 @@ def warn_about_another_direction(model: str | None, data_args, training: bool) -
             "Check the two flags.", model, *learned, *given, swapped, why,
         )
         return
-
-
-# ISO 639-2/3 codes as opus-mt tokenizers record some languages ("eng", "deu", "zho"), by their ISO 639-1 codes
-_ISO_639_3 = {
-    "ara": "ar", "bul": "bg", "cat": "ca", "ces": "cs", "cze": "cs", "chi": "zh", "cmn": "zh", "dan": "da", "deu": "de",
-    "dut": "nl", "ell": "el", "eng": "en", "est": "et", "fas": "fa", "fin": "fi", "fra": "fr", "fre": "fr", "ger": "de",
-    "gre": "el", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "ita": "it", "jpn": "ja", "kor": "ko",
-    "lav": "lv", "lit": "lt", "nld": "nl", "nor": "no", "per": "fa", "pol": "pl", "por": "pt", "ron": "ro", "rum": "ro",
-    "rus": "ru", "slk": "sk", "slo": "sk", "slv": "sl", "spa": "es", "srp": "sr", "swe": "sv", "tha": "th", "tur": "tr",
-    "ukr": "uk", "vie": "vi", "zho": "zh",
-}
-
-
-def _language_code(code) -> str | None:
-    """A language id as a two-letter code ("de" for "de", "de_DE", "deu", "ger"); None where it is none that can be
-    compared (a group such as opus-mt's "mul" or "ROMANCE", an unknown three-letter code, nothing)."""
-    if not isinstance(code, str):
-        return None
-    base = re.split(r"[-_]", code.strip().lower())[0]
-    base = _ISO_639_3.get(base, base)
-    return base if len(base) == 2 and base.isalpha() else None
 
 
 def check_fsdp_saving(training_args) -> None:
@@ -1307,7 +1287,8 @@ def data_source_description(data_args: DataArguments) -> str | None:
         try:  # the files read, .gz or not
             files = resolve_parallel_files(data_args.train_prefix, data_args.source_lang, data_args.target_lang)
         except FileNotFoundError:  # gone since
-            files = [Path(f"{data_args.train_prefix}.{lang}") for lang in (data_args.source_lang, data_args.target_lang)]
+            files = [Path(f"{data_args.train_prefix}.{lang}")
+                     for lang in (data_args.source_lang, data_args.target_lang)]
         return "local files " + " and ".join(f"`{path.name}`" for path in files)
     if data_args.train_file:
         return f"the local file `{Path(data_args.train_file).name}`"
@@ -1512,8 +1493,8 @@ def check_training_left(checkpoint: str, training_args) -> None:
         if step == training_args.max_steps:  # the Trainer would train one step more
             raise InputError(
                 f"{checkpoint} is at step {step}, --max_steps: the training is complete (the run stopped after saving "
-                f"its last checkpoint). {finish_without_training(checkpoint, training_args)}; or give --max_steps above {step} to "
-                "train on."
+                f"its last checkpoint). {finish_without_training(checkpoint, training_args)}; or give --max_steps "
+                f"above {step} to train on."
             )
         return
     epochs, done = training_args.num_train_epochs, state.get("epoch") or 0
@@ -1526,8 +1507,9 @@ def check_training_left(checkpoint: str, training_args) -> None:
     if finished or done >= epochs - 1e-6:
         raise InputError(
             f"{checkpoint} is at step {step}, the end of --num_train_epochs {epochs:g}: the training is complete "
-            f"(the run stopped after saving its last checkpoint). {finish_without_training(checkpoint, training_args)}; or give "
-            f"--num_train_epochs above {epochs:g} to train on."
+            "(the run stopped after saving its last checkpoint). "
+            f"{finish_without_training(checkpoint, training_args)}; or give --num_train_epochs above {epochs:g} to "
+            "train on."
         )
 
 

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import sys
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1064,6 +1063,13 @@ def main(argv: list[str] | None = None) -> dict:
         if training_args.do_train:  # a run that does not train has nothing to say about it
             logger.warning("No validation split: evaluation during training is off.")
         training_args.eval_strategy = IntervalStrategy.NO
+    # each evaluation split scored against its own references: texts that tokenize alike (under a lowercasing
+    # tokenizer, say) in validation and test must not lend each other theirs
+    references = scored_references(raw_datasets, tokenized, data_args.target_lang, tokenizer.pad_token_id)
+    groups = reference_groups(raw_datasets, data_args.target_lang)
+    scoring = {split: make_compute_metrics(tokenizer, groups, references=references.get(split),
+                                           bleu_tokenize=data_args.bleu_tokenize)
+               for split in ("validation", "test")}
     trainer = TokenBatchingSeq2SeqTrainer(
         model=model,
         args=training_args,
@@ -1071,12 +1077,7 @@ def main(argv: list[str] | None = None) -> dict:
         eval_dataset=tokenized.get("validation"),
         processing_class=tokenizer,
         data_collator=collator_class(tokenizer, model=model, label_pad_token_id=-100),
-        compute_metrics=make_compute_metrics(
-            tokenizer,
-            reference_groups(raw_datasets, data_args.target_lang),
-            references=scored_references(raw_datasets, tokenized, data_args.target_lang, tokenizer.pad_token_id),
-            bleu_tokenize=data_args.bleu_tokenize,
-        ),
+        compute_metrics=scoring["validation"],
     )
 
     all_metrics = train(trainer, resume_from) if training_args.do_train else {}
@@ -1086,6 +1087,7 @@ def main(argv: list[str] | None = None) -> dict:
     for split, prefix in (("validation", "eval"), ("test", "predict")):
         if split not in tokenized:
             continue
+        trainer.compute_metrics = scoring[split]
         try:
             prediction = trainer.predict(tokenized[split], metric_key_prefix=prefix)
         except KeyboardInterrupt:  # Ctrl-C while scoring: the trained model is saved already
@@ -1244,16 +1246,14 @@ def card_example(raw_datasets, source_lang: str) -> str | None:
     return None
 
 
-def scored_references(raw_datasets, tokenized, target_lang: str, pad_token_id: int) -> dict:
-    """The validation and test references as the data holds them, keyed by their labels (`reference_texts`): BLEU
-    and chrF score against the text, not the labels decoded."""
-    references = defaultdict(list)
-    for split in ("validation", "test"):
-        if split in tokenized:
-            texts = [pair[target_lang] for pair in raw_datasets[split]["translation"]]
-            for key, found in reference_texts(tokenized[split]["labels"], texts, pad_token_id).items():
-                references[key].extend(found)
-    return dict(references)
+def scored_references(raw_datasets, tokenized, target_lang: str, pad_token_id: int) -> dict[str, dict]:
+    """Split -> its references as the data holds them, keyed by their labels (`reference_texts`), for validation
+    and test: BLEU and chrF score against the text, not the labels decoded."""
+    return {
+        split: reference_texts(
+            tokenized[split]["labels"], [pair[target_lang] for pair in raw_datasets[split]["translation"]], pad_token_id)
+        for split in ("validation", "test") if split in tokenized
+    }
 
 
 def reference_groups(raw_datasets, target_lang: str) -> dict[str, str] | None:

@@ -64,6 +64,13 @@ def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) 
         logger.warning("BLEU for target language %r: sacrebleu's tokenizer for it cannot run here (%s). Scoring "
                        "characters (`char`) instead.", target_lang, reason)
         return "char"
+    except OSError as error:  # the SentencePiece tokenizers (spm, flores101, flores200) download their model once
+        reason = " ".join(str(error).split())
+        raise ValueError(
+            f"BLEU's {chosen!r} tokenizer needs its SentencePiece model, which sacrebleu downloads on first use into "
+            f"~/.sacrebleu (or $SACREBLEU), and the download failed ({reason}). Run once where the network is "
+            "reachable, or choose a tokenizer that needs no download (13a, intl, char, zh)."
+        ) from error
 
 
 def compute_translation_metrics(

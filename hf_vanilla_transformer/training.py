@@ -449,6 +449,18 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
             "(validation once, after training), --max_eval_samples or --generation_num_beams 1; --do_eval false "
             "--do_predict false skips evaluation."
         )
+    whole_set_flags = {
+        "prediction_loss_only": (True, "true", "gives the evaluation's loss alone, without the translations"),
+        "eval_do_concat_batches": (False, "false", "hands over the translations batch by batch"),
+        "batch_eval_metrics": (True, "true", "asks for scores batch by batch"),
+    }
+    for flag, (value, shown, effect) in whole_set_flags.items():
+        if scores and getattr(training_args, flag) == value:
+            raise InputError(
+                f"--{flag} {shown} {effect}, and this script scores validation and test data by the BLEU and chrF of "
+                f"the whole set's translations: leave --{flag} out. (--do_eval false --do_predict false skips "
+                "evaluation.)"
+            )
     if not training_args.do_train and not scores:
         raise InputError(
             "Without training (--do_train false) the run evaluates on validation data and translates test data, and "

@@ -244,6 +244,13 @@ OUT_OF_RANGE = [
         "--save_steps must be above 0 with --save_strategy steps"]),
     flags_case("negative_samples_to_print", ["--num_samples_to_print", "-1"], [
         "--num_samples_to_print must be 0 or more, got -1"]),
+    # the scores are of the whole set: these failed after training (no scores, no card) or scored nothing
+    flags_case("loss_only", ["--prediction_loss_only", "true"], [
+        "--prediction_loss_only true gives the evaluation's loss alone", "leave --prediction_loss_only out"]),
+    flags_case("batches_not_concatenated", ["--eval_do_concat_batches", "false"], [
+        "--eval_do_concat_batches false hands over the translations batch by batch"]),
+    flags_case("metrics_batch_by_batch", ["--batch_eval_metrics", "true"], [
+        "--batch_eval_metrics true asks for scores batch by batch"]),
 ]
 
 

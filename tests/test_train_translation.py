@@ -935,3 +935,23 @@ def test_validation_and_test_are_each_scored_against_their_own_references(tmp_pa
     assert results["eval_chrf"] == pytest.approx(100)
     assert results["predict_chrf"] == pytest.approx(sacrebleu.corpus_chrf(translations, [upper]).score)
     assert results["predict_chrf"] < 100
+
+
+def test_a_bleu_tokenizer_whose_download_fails_is_one_message(tmp_path, monkeypatch):
+    """flores200 (and spm, flores101) download a SentencePiece model on first use: offline that was a URLError
+    traceback while the arguments were read."""
+    import urllib.error
+    import urllib.request
+
+    import sacrebleu.tokenizers.tokenizer_spm as spm
+
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(spm, "SACREBLEU_DIR", str(tmp_path / "sacrebleu"))  # no model downloaded before
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    flags = ["--output_dir", str(tmp_path / "x"), "--train_prefix", str(tmp_path / "train"), "--source_lang", "de",
+             "--target_lang", "en", "--bleu_tokenize", "flores200"]
+    with pytest.raises(InputError, match="--bleu_tokenize: BLEU's 'flores200' tokenizer needs its SentencePiece model"
+                                         r".* \(13a, intl, char, zh\)"):
+        parse_arguments(flags)

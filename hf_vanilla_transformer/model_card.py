@@ -94,6 +94,7 @@ def create_model_card(
     dataset_name: str | None = None,
     dataset_config: str | None = None,
     dataset_description: str | None = None,
+    evaluation_descriptions: Mapping[str, str | None] | None = None,
     eval_split: str = "validation",
     training_args: Any = None,
     decoding: Mapping[str, Any] | None = None,
@@ -113,7 +114,8 @@ def create_model_card(
 
     `dataset_name`: the training data's Hub dataset id, linked and listed under `datasets:` and in the model-index;
     data that is not on the Hub (local files, a built-in corpus) is named in words by `dataset_description` instead
-    (a `dataset_name` that is no Hub id is taken as such a description).
+    (a `dataset_name` that is no Hub id is taken as such a description). `evaluation_descriptions`: split ->
+    such words for the data a split was scored on, where it is not the training data's (a local validation file).
     `metrics`: the run's metrics, `Trainer` style (`eval_bleu`, `eval_chrf`, `test_bleu`, `train_samples`, ...);
     by default those of `model_dir/all_results.json`. `eval_split` names the split behind the `eval_` metrics.
     `training_args`: the run's `(Seq2Seq)TrainingArguments` (or a dict of their values) for the recipe table and
@@ -139,6 +141,7 @@ def create_model_card(
     if dataset_name and not _is_hub_id(dataset_name):
         dataset_name, dataset_description = None, dataset_description or dataset_name
     dataset_description = _without_folders(dataset_description)
+    evaluation_descriptions = {split: _without_folders(words) for split, words in (evaluation_descriptions or {}).items()}
     config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
     if metrics is None:
         metrics = _read_json(model_dir / "all_results.json", optional=True)
@@ -166,7 +169,8 @@ def create_model_card(
         metrics=["bleu", "chrf"],
         model_name=model_name,
         eval_results=_eval_results(
-            results, dataset_name, dataset_description, dataset_config, source_lang, target_lang
+            results, dataset_name, dataset_description, dataset_config, source_lang, target_lang,
+            evaluation_descriptions,
         ) or None,
     )
     return ModelCard.from_template(
@@ -320,12 +324,14 @@ def _results(metrics: Mapping[str, float], eval_split: str) -> list[dict]:
 
 
 def _eval_results(
-    results, dataset_name, dataset_description, dataset_config, source_lang, target_lang
+    results, dataset_name, dataset_description, dataset_config, source_lang, target_lang, split_descriptions=None
 ) -> list[EvalResult]:
-    """The model-index entries; `dataset.type` is the Hub dataset id, or "custom" for data that is not on the Hub."""
+    """The model-index entries; `dataset.type` is the Hub dataset id, or "custom" for data that is not on the Hub,
+    named by the split's own files where `split_descriptions` has them (not by the training files)."""
     pair = f"{source_lang}-{target_lang}" if source_lang and target_lang else None
     evals = []
     for row in results:
+        description = (split_descriptions or {}).get(row["split"]) or dataset_description
         for metric, name in (("bleu", "BLEU"), ("chrf", "chrF")):
             if row[f"{metric}_value"] is None:
                 continue
@@ -333,7 +339,7 @@ def _eval_results(
                 task_type="translation",
                 task_name=f"Translation {pair}" if pair else "Translation",
                 dataset_type=dataset_name or "custom",
-                dataset_name=f"{dataset_name or dataset_description or 'custom data'} {pair or ''}".strip(),
+                dataset_name=f"{dataset_name or description or 'custom data'} {pair or ''}".strip(),
                 dataset_config=dataset_config,
                 dataset_split=row["split"],
                 metric_type=metric,

@@ -1144,6 +1144,8 @@ def main(argv: list[str] | None = None) -> dict:
                 metrics=all_metrics,
                 dataset_name=data_args.dataset_name,
                 dataset_description=data_source_description(data_args),
+                evaluation_descriptions={split: data_source_description(data_args, split)
+                                         for split in ("validation", "test")},
                 dataset_config=data_args.dataset_config_name,
                 training_args=training_args,
                 repo_id=training_args.hub_model_id,
@@ -1289,21 +1291,21 @@ def print_exact_match(metrics: dict) -> None:
             print(f"Exact match, {split} (%): " + ", ".join(f"{name} {value:.1f}" for name, value in scores.items()))
 
 
-def data_source_description(data_args: DataArguments) -> str | None:
-    """How the model card names, in words, data that did not come from the Hub (None for a Hub dataset): local
-    files and folders by their names alone, since the card is published with the model and a full path shows the
-    user's folders (/home/alice/...)."""
+def data_source_description(data_args: DataArguments, split: str = "train") -> str | None:
+    """How the model card names, in words, the `split` (train, validation, test) of data that did not come from the
+    Hub (None for a Hub dataset, or a split whose files are not named): local files and folders by their names
+    alone, since the card is published with the model and a full path shows the user's folders (/home/alice/...)."""
     if data_args.builtin_dataset:
         return f"the built-in `{data_args.builtin_dataset}` corpus (number words generated with num2words)"
-    if data_args.train_prefix:
+    prefix, file = getattr(data_args, f"{split}_prefix"), getattr(data_args, f"{split}_file")
+    if prefix:
         try:  # the files read, .gz or not
-            files = resolve_parallel_files(data_args.train_prefix, data_args.source_lang, data_args.target_lang)
+            files = resolve_parallel_files(prefix, data_args.source_lang, data_args.target_lang)
         except FileNotFoundError:  # gone since
-            files = [Path(f"{data_args.train_prefix}.{lang}")
-                     for lang in (data_args.source_lang, data_args.target_lang)]
+            files = [Path(f"{prefix}.{lang}") for lang in (data_args.source_lang, data_args.target_lang)]
         return "local files " + " and ".join(f"`{path.name}`" for path in files)
-    if data_args.train_file:
-        return f"the local file `{Path(data_args.train_file).name}`"
+    if file:
+        return f"the local file `{Path(file).name}`"
     if data_args.dataset_name and os.path.exists(data_args.dataset_name):
         return f"the local `datasets` folder `{Path(data_args.dataset_name).resolve().name}`"
     return None

@@ -373,6 +373,10 @@ def test_the_training_script_describes_its_data(tmp_path):
     _, prefix, _ = parse_arguments(["--output_dir", str(tmp_path), "--train_prefix", "data/train", "--source_lang",
                                     "de", "--target_lang", "en"])
     assert data_source_description(prefix) == "local files `train.de` and `train.en`"
+    _, splits, _ = parse_arguments(["--output_dir", str(tmp_path), "--train_prefix", "data/train", "--validation_file",
+                                    "data/val.jsonl", "--source_lang", "de", "--target_lang", "en"])
+    assert data_source_description(splits, "validation") == "the local file `val.jsonl`"  # not the training files
+    assert data_source_description(splits, "test") is None
     # the card is published: a local path by its name alone, not the user's folders
     _, absolute, _ = parse_arguments(["--output_dir", str(tmp_path), "--train_file", "/home/alice/corpus/train.jsonl",
                                       "--source_lang", "de", "--target_lang", "en"])
@@ -468,3 +472,16 @@ def test_a_card_of_an_unrecorded_run_guesses_neither_data_nor_vocabulary_nor_dec
     recorded = create_model_card(model_dir, metrics={"eval_bleu": 1.0, "epoch": 2.0},
                                  training_args=[("Checkpoint", "step 10 of 20")]).text
     assert "from local files" in recorded and "not recorded" not in decoding_words(recorded)
+
+
+def test_each_split_is_credited_to_its_own_files_in_the_model_index(tmp_path):
+    """The model-index named the training files as the data of the validation and test scores."""
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    card = create_model_card(model_dir, source_lang="de", target_lang="en",
+                             metrics={"eval_bleu": 30.0, "predict_bleu": 28.0},
+                             dataset_description="local files `train.de` and `train.en`",
+                             evaluation_descriptions={"validation": "the local file `/home/alice/val.jsonl`",
+                                                      "test": "local files `test.de` and `test.en`"})
+    named = {result.dataset_split: result.dataset_name for result in card.data.eval_results}
+    assert named == {"validation": "the local file `val.jsonl` de-en",
+                     "test": "local files `test.de` and `test.en` de-en"}

@@ -1135,7 +1135,8 @@ def main(argv: list[str] | None = None) -> dict:
             averaged = all_metrics.get("averaged_checkpoints")
             plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=(
                 f"the run's model (average of the last {averaged} checkpoints)" if averaged else "the run's model"),
-                num_beams=training_args.generation_num_beams or model.generation_config.num_beams)
+                num_beams=training_args.generation_num_beams or model.generation_config.num_beams,
+                label_smoothing=training_args.label_smoothing_factor)
             save_translation_pipeline(output_dir)
             save_model_card(
                 output_dir,

@@ -30,10 +30,11 @@ def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
 
 
 def plot_training_curves(
-    log_history: list[dict], path: str | Path, final_label: str = "the run's model", *, num_beams: int | None = None
+    log_history: list[dict], path: str | Path, final_label: str = "the run's model", *, num_beams: int | None = None,
+    label_smoothing: float | None = None,
 ) -> Path | None:
     """Save `draw_training_curves`' figure to `path` (a PNG); None, and no file, if nothing was logged."""
-    figure = draw_training_curves(log_history, final_label, num_beams=num_beams)
+    figure = draw_training_curves(log_history, final_label, num_beams=num_beams, label_smoothing=label_smoothing)
     if figure is None:
         return None
     path = Path(path)
@@ -43,12 +44,14 @@ def plot_training_curves(
 
 
 def draw_training_curves(
-    log_history: list[dict], final_label: str = "the run's model", *, num_beams: int | None = None
+    log_history: list[dict], final_label: str = "the run's model", *, num_beams: int | None = None,
+    label_smoothing: float | None = None,
 ) -> Figure | None:
     """Training and validation loss (left axis) and validation BLEU (right axis) against the optimizer step, the
     final model's BLEU marked apart (`final_label` names it), the legend below the axes, clear of the curves; None if
-    nothing was logged. `num_beams`: the beams evaluation decoded with (1: greedy), named on the BLEU axis. The
-    figure is pyplot's: close it (`matplotlib.pyplot.close`) when done."""
+    nothing was logged. `num_beams`: the beams evaluation decoded with (1: greedy), named on the BLEU axis;
+    `label_smoothing`: the loss's, named on the loss axis. The title names the curves drawn. The figure is
+    pyplot's: close it (`matplotlib.pyplot.close`) when done."""
     series = curves(log_history)
     if not any(series.values()):
         return None
@@ -62,7 +65,7 @@ def draw_training_curves(
         lines += loss_axis.plot(*zip(*series["eval_loss"]), color="tab:blue", linestyle="--", marker=".",
                                 label="validation loss")
     loss_axis.set_xlabel("step")
-    loss_axis.set_ylabel("loss (label-smoothed)", color="tab:blue")
+    loss_axis.set_ylabel(_loss_axis_label(label_smoothing), color="tab:blue")
     bleus = series["eval_bleu"] + series["final_bleu"]
     if bleus:
         bleu_axis = loss_axis.twinx()
@@ -73,12 +76,25 @@ def draw_training_curves(
             lines += bleu_axis.plot(*zip(*series["final_bleu"]), color="tab:red", marker="*", markersize=12,
                                     linestyle="none", label=f"validation BLEU, {final_label}")
         bleu_axis.set_ylabel(_bleu_axis_label(num_beams), color="tab:orange")
-        bleu_axis.set_ylim(0, min(100, max(value for _, value in bleus) * 1.15 + 1))
-    loss_axis.set_title("Training and validation loss, validation BLEU")
+        top = max(value for _, value in bleus) * 1.15 + 1
+        bleu_axis.set_ylim(0, top if top <= 100 else 105)  # room above 100 for the final star's upper half
+        bleu_axis.set_yticks([tick for tick in bleu_axis.get_yticks() if 0 <= tick <= 100])
+    drawn = [name for name, shown in (("training loss", series["loss"]), ("validation loss", series["eval_loss"]),
+                                      ("validation BLEU", bleus)) if shown]
+    title = ", ".join(drawn)
+    loss_axis.set_title(title[0].upper() + title[1:])
     loss_axis.grid(alpha=0.3)
     figure.legend(lines, [line.get_label() for line in lines], loc="outside lower center", ncols=2,
                   fontsize="small", frameon=False)
     return figure
+
+
+def _loss_axis_label(label_smoothing: float | None) -> str:
+    """The loss axis' label: "loss (cross-entropy)", with the label smoothing where there is some, "loss" when the
+    smoothing is not known."""
+    if label_smoothing is None:
+        return "loss"
+    return "loss (cross-entropy)" if not label_smoothing else f"loss (cross-entropy, label smoothing {label_smoothing:g})"
 
 
 def _bleu_axis_label(num_beams: int | None) -> str:

@@ -233,7 +233,7 @@ def test_the_card_and_curves_name_the_decoding_evaluation_used(tmp_path, capsys,
     out = tmp_path / "greedy"
     run_main("--output_dir", out, *FEW_NUMBERS, *TINY, "--max_steps", "2", "--generation_num_beams", "1",
              "--generation_max_length", "12", "--average_last_checkpoints", "0", capsys=capsys)
-    assert drawn[0]["num_beams"] == 1
+    assert drawn[0]["num_beams"] == 1 and drawn[0]["label_smoothing"] == pytest.approx(0.1)
     card = " ".join((out / "README.md").read_text().split())
     assert "decoded with greedy search, at most 12 tokens (the start token included)." in card
 

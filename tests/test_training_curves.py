@@ -83,3 +83,27 @@ def test_the_legend_lies_outside_the_curves(draw, history):
     assert figure.bbox.contains(box.x0, box.y0) and figure.bbox.contains(box.x1, box.y1)  # not cut off
     for axis in figure.axes:
         assert not box.overlaps(axis.get_window_extent(renderer)), (labels, axis.get_ylabel())
+
+
+@pytest.mark.parametrize("label_smoothing, label", [
+    (None, "loss"), (0.0, "loss (cross-entropy)"), (0.1, "loss (cross-entropy, label smoothing 0.1)"),
+])
+def test_the_loss_axis_names_the_label_smoothing_trained_with(draw, label_smoothing, label):
+    """--label_smoothing_factor 0 was drawn as "loss (label-smoothed)"."""
+    assert draw(typical_history(), label_smoothing=label_smoothing).axes[0].get_ylabel() == label
+
+
+def test_the_title_names_only_the_curves_drawn(draw):
+    """A run without evaluation (--eval_strategy no) was titled "Training and validation loss, validation BLEU"."""
+    training_only = [entry for entry in typical_history()[:-2] if "loss" in entry]
+    assert draw(training_only).axes[0].get_title() == "Training loss"
+    assert draw(typical_history()).axes[0].get_title() == "Training loss, validation loss, validation BLEU"
+
+
+def test_a_final_bleu_near_100_is_drawn_whole(draw, tmp_path):
+    """Near BLEU 100 the axis ended at 100, cutting the final model's star in half; its ticks stay at most 100."""
+    history = [{**entry, "eval_bleu": 99.5} if "eval_bleu" in entry else entry for entry in typical_history()]
+    bleu_axis = draw(history).axes[1]
+    assert bleu_axis.get_ylim()[1] > 101
+    assert max(bleu_axis.get_yticks()) == 100
+    plot_training_curves(history, tmp_path / "curves.png", num_beams=4, label_smoothing=0.1)

@@ -673,6 +673,15 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         )
 
 
+def _same_storage(first: torch.Tensor, second: torch.Tensor) -> bool:
+    """Whether two tensors are one weight (tied): the same object, or views of the same memory."""
+    if first is second:
+        return True
+    if first.device != second.device or first.device.type == "meta":
+        return first.device.type == second.device.type == "meta"  # meta tensors have no memory to compare
+    return first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
+
+
 PAPER_DECODING = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}
 """Beam search with beam size 4 and length penalty 0.6 [6.1]."""
 
@@ -796,6 +805,12 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         from .pipeline_translation import custom_pipeline_entry
 
         self._forget_placeholder_max_length()
+        # a tied name is left out where it is the shared weight; one untied since (PEFT's merge_and_unload with
+        # modules_to_save=["lm_head"], or by hand) is saved, or loading would make it up at random
+        named = dict(self.named_parameters(remove_duplicate=False))
+        shared = self.model.shared.weight
+        self._keys_to_ignore_on_save = {name for name in self.all_tied_weights_keys
+                                         if name not in named or _same_storage(named[name], shared)}
         others = getattr(self.config, "custom_pipelines", None) or {}
         self.config.custom_pipelines = {**others, **custom_pipeline_entry()}
         module = VanillaTransformerModel.__module__.rsplit(".", 1)[-1]  # AutoModel loads the encoder-decoder alone

@@ -577,3 +577,22 @@ def test_linear_layers_start_at_the_xavier_bounds_the_config_names():
                             (layer.encoder_attn.q_proj.weight, 2 * d), (layer.self_attn.out_proj.weight, 2 * d)):
         bound = math.sqrt(6 / fan_sum)
         assert bound * 0.95 < weight.abs().max().item() <= bound
+
+
+def test_an_output_projection_untied_after_construction_is_saved(tmp_path):
+    """PEFT's merge_and_unload with modules_to_save=["lm_head"] (or untying by hand) leaves a projection of its own
+    and tie_word_embeddings False: it was left out of the save as a tied name, and loading made it up at random."""
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    model.save_pretrained(tmp_path / "tied")
+    with safe_open(str(tmp_path / "tied" / "model.safetensors"), "pt") as saved:
+        assert "lm_head.weight" not in saved.keys()  # tied: the shared weight once
+    model.config.tie_word_embeddings = False
+    model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach() * 1.5)
+    model.save_pretrained(tmp_path / "untied")
+    reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "untied").eval()
+    assert torch.equal(reloaded.lm_head.weight, model.lm_head.weight)
+    assert torch.equal(reloaded.model.shared.weight, model.model.shared.weight)
+    ids = torch.tensor([[5, 6, 7, 2]])
+    logits = reloaded(input_ids=ids, decoder_input_ids=ids).logits
+    assert torch.equal(logits, model(input_ids=ids, decoder_input_ids=ids).logits)

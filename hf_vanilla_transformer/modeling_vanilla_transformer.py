@@ -816,7 +816,25 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         module = VanillaTransformerModel.__module__.rsplit(".", 1)[-1]  # AutoModel loads the encoder-decoder alone
         self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}),
                                 "AutoModel": f"{module}.{VanillaTransformerModel.__name__}"}
-        return super().save_pretrained(*args, **kwargs)
+        beam_settings = self._beam_settings_beside_greedy_search()
+        try:
+            return super().save_pretrained(*args, **kwargs)
+        finally:  # kept in memory: a later generate(num_beams=4) still decodes as the paper does
+            for name, value in beam_settings.items():
+                setattr(self.generation_config, name, value)
+
+    def _beam_settings_beside_greedy_search(self) -> dict:
+        """Unset, and return, the paper's beam settings (`_default_to_the_papers_decoding`) in a generation config
+        turned to greedy search since (`num_beams = 1`): transformers refuses to save `length_penalty` and
+        `early_stopping` beside one beam, after it has written config.json (a folder without weights)."""
+        config = self.generation_config
+        if config is None or config.num_beams is None or config.num_beams > 1:
+            return {}
+        unset = {name: value for name, value in PAPER_DECODING.items()
+                 if name != "num_beams" and getattr(config, name, None) == value}
+        for name in unset:
+            setattr(config, name, None)
+        return unset
 
     def _forget_placeholder_max_length(self) -> None:
         """Undo what Seq2SeqTrainer writes into the generation config: after every evaluation batch it fills each

@@ -596,3 +596,16 @@ def test_an_output_projection_untied_after_construction_is_saved(tmp_path):
     ids = torch.tensor([[5, 6, 7, 2]])
     logits = reloaded(input_ids=ids, decoder_input_ids=ids).logits
     assert torch.equal(logits, model(input_ids=ids, decoder_input_ids=ids).logits)
+
+
+def test_a_model_turned_to_greedy_search_saves(tmp_path):
+    """num_beams = 1 beside the paper's length_penalty and early_stopping (filled in for every model): transformers
+    refused to save the generation config, after writing config.json, so the folder had no weights."""
+    model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    model.generation_config.num_beams = 1
+    model.save_pretrained(tmp_path / "greedy")
+    assert (tmp_path / "greedy" / "model.safetensors").is_file()
+    assert model.generation_config.length_penalty == 0.6  # in memory still: generate(num_beams=4) as the paper
+    reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "greedy")
+    assert reloaded.generation_config.num_beams == 1
+    assert reloaded.generation_config.length_penalty is None and not reloaded.generation_config.early_stopping

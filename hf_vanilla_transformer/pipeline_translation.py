@@ -21,6 +21,7 @@ remote code from the Hub.
 import json
 import shutil
 import unicodedata
+import warnings
 from pathlib import Path
 
 import torch
@@ -62,8 +63,19 @@ class TranslationPipeline(Pipeline):
     return_name = "translation"
 
     def _sanitize_parameters(
-        self, truncation=None, return_tensors=None, clean_up_tokenization_spaces=None, **generate_kwargs
+        self, truncation=None, return_tensors=None, clean_up_tokenization_spaces=None, return_text=None,
+        src_lang=None, tgt_lang=None, **generate_kwargs
     ):
+        # v4's TranslationPipeline took these too: return_text it ignored (return_tensors chooses), and src_lang and
+        # tgt_lang chose the direction of multilingual tokenizers only; this model translates the one it learned
+        if return_text is False and return_tensors is None:
+            return_tensors = True
+        if src_lang is not None or tgt_lang is not None:
+            warnings.warn(
+                f"src_lang={src_lang!r}, tgt_lang={tgt_lang!r}: this model translates the one direction it was trained "
+                "in, whatever they say (they choose a direction only for multilingual models, as in transformers v4).",
+                stacklevel=3,
+            )
         preprocess_params = {} if truncation is None else {"truncation": truncation}
         postprocess_params = {}
         if return_tensors is not None:

@@ -218,6 +218,26 @@ def test_torch_compile_compiles_once_in_20_token_batched_steps(tmp_path, monkeyp
     assert compiled == 1, f"{compiled} compilations for {len(set(shapes))} shapes"
 
 
+def test_regional_compilation_compiles_each_kind_of_layer_once(tmp_path, monkeypatch):
+    """accelerate's regional compilation (ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=1, or `accelerate launch
+    --dynamo_use_regional_compilation`) compiles one encoder layer and one decoder layer for all of them, a
+    compilation that does not grow with depth; the run saves the model it trained, under its own names."""
+    monkeypatch.setenv("ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION", "1")
+    graphs = {}
+    for layers in (1, 3):
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        main(["--output_dir", str(tmp_path / str(layers)), *TINY_RUN, "--layers", str(layers),
+              "--max_tokens_per_batch", "300", "--max_steps", "6", "--do_eval", "false", "--do_predict", "false",
+              "--torch_compile", "--torch_compile_backend", "aot_eager", "--dataloader_num_workers", "0"])
+        stats = torch._dynamo.utils.counters["stats"]
+        graphs[layers] = stats["unique_graphs"], stats["calls_captured"]  # graphs, and operations traced in all
+    torch._dynamo.reset()
+    assert graphs[3] == graphs[1], graphs  # the whole model compiled traces three layers' operations for 3
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "3")
+    assert len(model.model.encoder.layers) == 3 and not any("_orig_mod" in name for name in model.state_dict())
+
+
 def test_a_training_step_does_not_unwrap_the_model(tmp_path, monkeypatch):
     """Looking through the Trainer's wrappers for the model's class walks every module (~0.5 ms for the base model):
     done once, not at every step, whose host time a GPU running CUDA graphs waits for."""

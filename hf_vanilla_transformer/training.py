@@ -253,8 +253,18 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
-    if "learning_rate" not in given and "learning_rate" not in defaults:
-        training_args.learning_rate = d_model**-0.5 * max(default_rate_warmup_steps(training_args), 1) ** -0.5
+    default_rate = "learning_rate" not in given and "learning_rate" not in defaults
+    if default_rate and model_args.model_name_or_path:  # the paper's formula is for a model trained from scratch
+        training_args.learning_rate = FINE_TUNING_LEARNING_RATE
+    elif default_rate:
+        warmup = default_rate_warmup_steps(training_args)
+        if warmup < 1:
+            raise InputError(
+                f"--warmup_steps {training_args.warmup_steps:g} leaves the default learning rate, the paper's peak d_model^-0.5 * warmup^-0.5, "
+                "without a value (it grows without bound as the warmup shrinks): give --learning_rate with it, or "
+                "some warmup steps."
+            )
+        training_args.learning_rate = d_model**-0.5 * warmup**-0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
@@ -265,8 +275,10 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if training_args.do_train and 0 < training_args.max_steps <= warmup:
         logger.warning(
             "--warmup_steps %d is not below --max_steps %d: the learning rate rises for the whole run and never reaches "
-            "its peak (%.3g). For a short run, such as a fine-tuning, give fewer --warmup_steps.",
+            "its peak (%.3g). For a short run, such as a fine-tuning, give fewer --warmup_steps%s.",
             warmup, training_args.max_steps, training_args.learning_rate,
+            " and a --learning_rate: the default peak, d_model^-0.5 * warmup^-0.5, grows as the warmup shrinks"
+            if default_rate and not model_args.model_name_or_path else "",
         )
     check_best_model_flags(training_args, data_args)
     for name, why in IGNORED_FLAGS.items():
@@ -274,6 +286,11 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
             logger.warning("--%s has no effect here: %s", name, why)
     return model_args, data_args, training_args
 
+
+FINE_TUNING_LEARNING_RATE = 5e-5
+"""The peak learning rate of a fine-tuning (`--model_name_or_path`) without `--learning_rate`: the Trainer's own
+default. The paper's, d_model^-0.5 * warmup^-0.5, is for training from scratch, and with the few warmup steps a short
+fine-tuning needs it is large enough to wreck a trained model (0.04 at d_model 128 and 5 warmup steps)."""
 
 IGNORED_FLAGS = {
     "hub_strategy": "the script pushes the run once, at its end, with its model card",
@@ -484,7 +501,8 @@ def show_run_defaults_in_help(parser: HfArgumentParser, defaults: dict[str, str]
     parser.set_defaults(**defaults)
     for action in parser._actions:  # argparse keeps no public list; `%(default)s` reads action.default
         if action.dest == "learning_rate" and "learning_rate" not in defaults:
-            action.default = "d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3)"
+            action.default = ("d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3); "
+                              f"{FINE_TUNING_LEARNING_RATE:g} with --model_name_or_path, the Trainer's default")
     run = ("the built-in number-words run's (name a data flag, e.g. `--train_prefix data/train --help`, to see a "
            "run on your data's)" if builtin else "a run on your data's")
     parser.description = (

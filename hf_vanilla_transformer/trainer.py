@@ -139,8 +139,11 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
-        if self.is_fsdp_enabled:
+        if self.is_fsdp_enabled or self.neftune_noise_alpha is not None:
+            # NEFTune's noise is a hook on get_input_embeddings(), the shared module: the encoder and decoder must
+            # embed with it, not with modules of their own that hold its weight (the hook never ran: no noise)
             share_one_embedding_module(self.model)
+        if self.is_fsdp_enabled:
             self.add_callback(_LogSharding())
 
     def _build_accelerator_args(self, **kwargs) -> dict:

@@ -1,6 +1,7 @@
 """Training at GPU scale (issue 11): batches in a handful of shapes, steps that never wait on the device, the GPU
 defaults of the training script, and --torch_compile without a recompile per step. The CUDA tests skip on a CPU."""
 
+import json
 import subprocess
 import sys
 
@@ -330,3 +331,19 @@ def test_the_benchmark_runs_on_cuda():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "model FLOPs utilization, training script" in result.stdout
+
+
+def test_neftune_noise_reaches_the_encoder_and_decoder_embeddings(tmp_path):
+    """--neftune_noise_alpha hooks the Trainer's noise onto get_input_embeddings(), the shared module, which the
+    encoder and decoder did not call (they embedded with modules of their own holding its weight): no noise at all."""
+    losses = {}
+    for alpha in (None, 50.0):
+        flags = [] if alpha is None else ["--neftune_noise_alpha", str(alpha)]
+        main(["--output_dir", str(tmp_path / str(alpha)), *TINY_RUN, "--dropout", "0", "--max_tokens_per_batch", "300",
+              "--max_steps", "3", "--logging_steps", "1", "--do_eval", "false", "--do_predict", "false",
+              "--dataloader_num_workers", "0", *flags])
+        state = json.loads((tmp_path / str(alpha) / "trainer_state.json").read_text())
+        losses[alpha] = [entry["loss"] for entry in state["log_history"] if "loss" in entry]
+    assert losses[None][0] != losses[50.0][0]  # the first step's loss, same weights and batch: noise makes it differ
+    reloaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "50.0")
+    assert reloaded.model.encoder.embed_tokens.weight is reloaded.model.shared.weight

@@ -35,6 +35,7 @@ from transformers import (
 )
 from transformers.hf_argparser import string_to_bool
 from transformers.integrations import get_available_reporting_integrations
+from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
@@ -317,6 +318,17 @@ def check_best_model_flags(training_args, data_args) -> None:
     up only after the first evaluation, with a KeyError), and no checkpoint averaging, which would replace the best
     model without a word."""
     metric = training_args.metric_for_best_model
+    if training_args.save_strategy == SaveStrategy.BEST:  # transformers refuses both in a traceback, after the data work
+        if training_args.eval_strategy == IntervalStrategy.NO:
+            raise InputError(
+                "--save_strategy best saves a checkpoint when an evaluation scores best, and --eval_strategy no "
+                "evaluates only after training: give --eval_strategy epoch or steps."
+            )
+        if metric is None:
+            raise InputError(
+                "--save_strategy best saves a checkpoint when an evaluation scores best by --metric_for_best_model: "
+                "name one (bleu, chrf or loss)."
+            )
     if metric is not None and training_args.eval_strategy != IntervalStrategy.NO:
         known = ["loss", "bleu", "chrf", "gen_len"]
         if data_args.builtin_dataset:
@@ -739,6 +751,12 @@ def check_training_flags(training_args) -> None:
     if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise InputError(f"--output_dir {output_dir} is a file: give a folder for the run (made if missing).")
     available = get_available_reporting_integrations()
+    unknown = [name for name in training_args.report_to if name not in INTEGRATION_TO_CALLBACK]
+    if unknown:  # a comma list ("tensorboard,wandb") is one unknown name: the Trainer takes them space-separated
+        raise InputError(
+            f"--report_to {' '.join(unknown)}: transformers reports to none of that name; it knows "
+            f"{', '.join(sorted(INTEGRATION_TO_CALLBACK))}, 'all' and 'none' (several: separated by spaces)."
+        )
     missing = [name for name in training_args.report_to if name not in available]
     if missing:
         raise InputError(
@@ -755,6 +773,12 @@ def check_training_flags(training_args) -> None:
         raise InputError(
             f"--max_tokens_per_batch must be at least 1 token, got {tokens}; leave it out to batch "
             "--per_device_train_batch_size sentences."
+        )
+    if tokens is not None and training_args.auto_find_batch_size:
+        raise InputError(
+            "--auto_find_batch_size halves --per_device_train_batch_size after running out of memory, and "
+            "--max_tokens_per_batch batches by tokens instead, so it would fail at every size: give a smaller "
+            "--max_tokens_per_batch, or leave --max_tokens_per_batch out."
         )
     if not 0 <= training_args.label_smoothing_factor < 1:
         raise InputError(

@@ -244,6 +244,15 @@ OUT_OF_RANGE = [
         "--save_steps must be above 0 with --save_strategy steps"]),
     flags_case("negative_samples_to_print", ["--num_samples_to_print", "-1"], [
         "--num_samples_to_print must be 0 or more, got -1"]),
+    flags_case("best_without_a_metric", ["--save_strategy", "best"], [
+        "--save_strategy best saves a checkpoint when an evaluation scores best by --metric_for_best_model"]),
+    flags_case("best_without_evaluations", ["--save_strategy", "best", "--eval_strategy", "no",
+                                            "--metric_for_best_model", "bleu"], [
+        "--save_strategy best saves a checkpoint when an evaluation scores best, and --eval_strategy no"]),
+    flags_case("a_reporting_tool_list_with_commas", ["--report_to", "tensorboard,wandb"], [
+        "--report_to tensorboard,wandb: transformers reports to none of that name", "separated by spaces"]),
+    flags_case("auto_batch_size_with_token_batches", ["--auto_find_batch_size", "--max_tokens_per_batch", "500"], [
+        "--auto_find_batch_size halves --per_device_train_batch_size", "give a smaller --max_tokens_per_batch"]),
     # the scores are of the whole set: these failed after training (no scores, no card) or scored nothing
     flags_case("loss_only", ["--prediction_loss_only", "true"], [
         "--prediction_loss_only true gives the evaluation's loss alone", "leave --prediction_loss_only out"]),

@@ -81,6 +81,7 @@ from .tokenization import (
     translation_texts,
 )
 from .trainer import (
+    CHECKPOINT_COMPLETE,
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
     is_complete_checkpoint,
@@ -1464,6 +1465,23 @@ def resume_checkpoint(training_args) -> str | None:
     if not Path(resume).is_dir():
         raise InputError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
     if not is_complete_checkpoint(resume):
+        if run_checkpoints(resume):  # a run's folder, not one of its checkpoints
+            last = last_complete_checkpoint(resume)
+            raise InputError(
+                f"--resume_from_checkpoint {resume} is a run's folder: name one of its checkpoints"
+                + (f" (the last complete one: {last})" if last else "")
+                + f", or pass --resume_from_checkpoint true with --output_dir {resume}."
+            )
+        folder = Path(resume)
+        whole = all((folder / name).is_file() for name in ("trainer_state.json", "scheduler.pt")) and any(
+            folder.glob("optimizer*"))
+        if whole:  # all the Trainer writes is there, but not our marker
+            raise InputError(
+                f"{resume} has no {CHECKPOINT_COMPLETE}, which this script writes when a checkpoint is complete: it "
+                "was saved by another script (a Seq2SeqTrainer of your own?), or stopped before the marker was "
+                "written. Fine-tune from it with --model_name_or_path into a new --output_dir, or resume from a "
+                "checkpoint of this script."
+            )
         raise InputError(
             f"{resume} is incomplete: the run was stopped while writing it. Resume from an earlier checkpoint, or "
             "pass `--resume_from_checkpoint true` to pick the last complete one."

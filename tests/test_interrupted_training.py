@@ -112,6 +112,15 @@ def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
     _, _, args = parse_arguments(["--output_dir", str(tmp_path / "empty"), "--resume_from_checkpoint", "true"])
     with pytest.raises(ValueError, match="no complete checkpoint"):
         resume_checkpoint(args)
+    # the run's folder named instead of a checkpoint; a whole checkpoint without this script's marker
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path / "new"), "--resume_from_checkpoint", str(out)])
+    with pytest.raises(ValueError, match=f"{out} is a run's folder: name one of its checkpoints \\(the last complete "
+                                         f"one: {out / 'checkpoint-100'}\\), or pass --resume_from_checkpoint true"):
+        resume_checkpoint(args)
+    (out / "checkpoint-100" / CHECKPOINT_COMPLETE).unlink()
+    _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", str(out / "checkpoint-100")])
+    with pytest.raises(ValueError, match="has no checkpoint_complete.json, .* saved by another script"):
+        resume_checkpoint(args)
 
 
 def test_model_weights_are_only_written_as_safetensors(uninterrupted):

@@ -279,3 +279,11 @@ def test_v4_translation_arguments_are_taken(translator, reference):
     with pytest.warns(UserWarning, match="translates the one direction it was trained in"):
         translated = translator(SOURCES[0], src_lang="de", tgt_lang="en")
     assert translated == translator(SOURCES[0])
+
+
+def test_truncation_cuts_at_the_models_positions_where_the_tokenizer_sets_no_limit(translator):
+    """The tokenizers this package trains have no model_max_length (1e30), so truncation=True cut nothing."""
+    long_text = " ".join(["Hund"] * 3000)
+    limit = translator.model.config.max_position_embeddings
+    assert translator.preprocess(long_text)["input_ids"].shape[1] > limit
+    assert translator.preprocess(long_text, truncation=True)["input_ids"].shape[1] == limit

@@ -14,6 +14,7 @@ from pathlib import Path
 import datasets
 import torch
 from accelerate import PartialState
+from accelerate.utils import DynamoBackend
 from torch.utils.data import DataLoader
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_callback import ProgressCallback
@@ -153,7 +154,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         again for dynamic shapes at the second."""
         accelerator_args = super()._build_accelerator_args(**kwargs)
         dynamo = accelerator_args.get("dynamo_plugin")
-        if self.max_tokens_per_batch and dynamo is not None and dynamo.dynamic is None:
+        compiled = dynamo is not None and dynamo.backend != DynamoBackend.NO  # --torch_compile, or accelerate launch's
+        if self.max_tokens_per_batch and compiled and dynamo.dynamic is None:
             dynamo.dynamic = True
         return accelerator_args
 

@@ -237,6 +237,9 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     if name and not _is_hub_id(name) and inputs.get("dataset_description"):  # the description stands in for it
         inputs["dataset_name"] = None
     inputs["dataset_description"] = _without_folders(inputs.get("dataset_description"))
+    if inputs.get("evaluation_descriptions"):
+        inputs["evaluation_descriptions"] = {
+            split: _without_folders(words) for split, words in inputs["evaluation_descriptions"].items()}
     inputs["training_args"] = _recipe(card_kwargs.get("training_args"))  # the recipe rows stand in for the arguments
     inputs["decoding"] = _evaluation_decoding(card_kwargs.get("training_args"), card_kwargs.get("decoding"))
     if inputs.get("metrics") is not None:

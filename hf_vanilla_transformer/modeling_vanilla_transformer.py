@@ -30,6 +30,7 @@ from transformers.modeling_outputs import (
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, PreTrainedModel
 from transformers.processing_utils import Unpack
+from transformers.pytorch_utils import id_tensor_storage
 from transformers.utils import TransformersKwargs, can_return_tuple, is_torchdynamo_compiling
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
@@ -674,12 +675,9 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
 
 
 def _same_storage(first: torch.Tensor, second: torch.Tensor) -> bool:
-    """Whether two tensors are one weight (tied): the same object, or views of the same memory."""
-    if first is second:
-        return True
-    if first.device != second.device or first.device.type == "meta":
-        return first.device.type == second.device.type == "meta"  # meta tensors have no memory to compare
-    return first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
+    """Whether two tensors are one weight (tied): the same object, or views of the same memory (transformers'
+    storage id, which knows DTensors' local shards; all meta tensors count as one)."""
+    return first is second or id_tensor_storage(first)[:2] == id_tensor_storage(second)[:2]
 
 
 PAPER_DECODING = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}
@@ -811,6 +809,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         shared = self.model.shared.weight
         self._keys_to_ignore_on_save = {name for name in self.all_tied_weights_keys
                                          if name not in named or _same_storage(named[name], shared)}
+        if "lm_head.weight" not in self._keys_to_ignore_on_save and self.config.tie_word_embeddings:
+            self.config.tie_word_embeddings = False  # what the weights saved are: loading must not tie them again
         others = getattr(self.config, "custom_pipelines", None) or {}
         self.config.custom_pipelines = {**others, **custom_pipeline_entry()}
         module = VanillaTransformerModel.__module__.rsplit(".", 1)[-1]  # AutoModel loads the encoder-decoder alone
@@ -828,7 +828,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         turned to greedy search since (`num_beams = 1`): transformers refuses to save `length_penalty` and
         `early_stopping` beside one beam, after it has written config.json (a folder without weights)."""
         config = self.generation_config
-        if config is None or config.num_beams is None or config.num_beams > 1:
+        if config is None or (config.num_beams is not None and config.num_beams > 1):  # None: one beam
             return {}
         unset = {name: value for name, value in PAPER_DECODING.items()
                  if name != "num_beams" and getattr(config, name, None) == value}

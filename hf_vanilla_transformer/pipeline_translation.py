@@ -45,7 +45,8 @@ class TranslationPipeline(Pipeline):
 
     Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
     a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
-    `return_tensors=True` for `translation_token_ids` instead of text (v4's `return_text=False` too), `truncation=True`
+    `return_tensors=True` for `translation_token_ids` instead of text (v4's `return_text` is taken and, as there,
+    ignored), `truncation=True`
     to cut a source at the tokenizer's `model_max_length` (the model's `max_position_embeddings` where the tokenizer
     sets no limit, as this package's do not), and any `generate()` argument
     (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Text is normalized as the
@@ -70,13 +71,11 @@ class TranslationPipeline(Pipeline):
     ):
         # v4's TranslationPipeline took these too: return_text it ignored (return_tensors chooses), and src_lang and
         # tgt_lang chose the direction of multilingual tokenizers only; this model translates the one it learned
-        if return_text is False and return_tensors is None:
-            return_tensors = True
         if src_lang is not None or tgt_lang is not None:
             warnings.warn(
                 f"src_lang={src_lang!r}, tgt_lang={tgt_lang!r}: this model translates the one direction it was trained "
                 "in, whatever they say (they choose a direction only for multilingual models, as in transformers v4).",
-                stacklevel=3,
+                stacklevel=4,
             )
         preprocess_params = {} if truncation is None else {"truncation": truncation}
         postprocess_params = {}

@@ -148,14 +148,17 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             self.add_callback(_LogSharding())
 
     def _build_accelerator_args(self, **kwargs) -> dict:
-        """The Trainer's Accelerator arguments; with token batching and `--torch_compile`, compiled for any batch
-        shape from the first step (`dynamic=True`, unless ACCELERATE_DYNAMO_USE_DYNAMIC says otherwise): the shape
-        changes at almost every step, and torch.compile would otherwise compile the first shape alone, then everything
-        again for dynamic shapes at the second."""
+        """The Trainer's Accelerator arguments; with token batching and a compiled model (`--torch_compile`, or
+        accelerate launch's dynamo backend), compiled for any batch shape from the first step (`dynamic=True`): the
+        shape changes at almost every step, and torch.compile would otherwise compile the first shape alone, then
+        everything again for dynamic shapes at the second. `accelerate launch` exports
+        ACCELERATE_DYNAMO_USE_DYNAMIC=False unless told otherwise, which would compile every shape anew until
+        torch's recompile limit (8), then run the rest uncompiled: it is overridden too. (Neuron compiles static
+        shapes only.)"""
         accelerator_args = super()._build_accelerator_args(**kwargs)
         dynamo = accelerator_args.get("dynamo_plugin")
-        compiled = dynamo is not None and dynamo.backend != DynamoBackend.NO  # --torch_compile, or accelerate launch's
-        if self.max_tokens_per_batch and compiled and dynamo.dynamic is None:
+        compiled = dynamo is not None and dynamo.backend not in (DynamoBackend.NO, DynamoBackend.NEURON)
+        if self.max_tokens_per_batch and compiled and not dynamo.dynamic:
             dynamo.dynamic = True
         return accelerator_args
 

@@ -256,8 +256,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
     default_rate = "learning_rate" not in given and "learning_rate" not in defaults
-    if default_rate and model_args.model_name_or_path:  # the paper's formula is for a model trained from scratch
-        training_args.learning_rate = FINE_TUNING_LEARNING_RATE
+    if "learning_rate" not in given and model_args.model_name_or_path:  # the paper's formula (and the built-in
+        training_args.learning_rate = FINE_TUNING_LEARNING_RATE  # run's 2e-3) are for a model trained from scratch
     elif default_rate:
         warmup = default_rate_warmup_steps(training_args)
         if warmup < 1:
@@ -320,10 +320,12 @@ def check_best_model_flags(training_args, data_args) -> None:
     model without a word."""
     metric = training_args.metric_for_best_model
     if training_args.save_strategy == SaveStrategy.BEST:  # transformers refuses both in a traceback, after the data work
-        if training_args.eval_strategy == IntervalStrategy.NO:
+        named = named_splits(data_args)
+        if training_args.eval_strategy == IntervalStrategy.NO or (named is not None and "validation" not in named):
             raise InputError(
-                "--save_strategy best saves a checkpoint when an evaluation scores best, and --eval_strategy no "
-                "evaluates only after training: give --eval_strategy epoch or steps."
+                "--save_strategy best saves a checkpoint when an evaluation scores best, and there is none during "
+                "training (--eval_strategy no, or no validation data): give --eval_strategy epoch or steps and "
+                "validation data (--validation_prefix or --validation_file)."
             )
         if metric is None:
             raise InputError(
@@ -752,11 +754,15 @@ def check_training_flags(training_args) -> None:
     if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise InputError(f"--output_dir {output_dir} is a file: give a folder for the run (made if missing).")
     available = get_available_reporting_integrations()
+    # the command line takes one value: several are a comma list ("tensorboard,wandb"), which the Trainer reads as
+    # one name
+    training_args.report_to = [name.strip() for item in training_args.report_to for name in item.split(",")
+                               if name.strip()]
     unknown = [name for name in training_args.report_to if name not in INTEGRATION_TO_CALLBACK]
-    if unknown:  # a comma list ("tensorboard,wandb") is one unknown name: the Trainer takes them space-separated
+    if unknown:
         raise InputError(
-            f"--report_to {' '.join(unknown)}: transformers reports to none of that name; it knows "
-            f"{', '.join(sorted(INTEGRATION_TO_CALLBACK))}, 'all' and 'none' (several: separated by spaces)."
+            f"--report_to {','.join(unknown)}: transformers reports to none of that name; it knows "
+            f"{', '.join(sorted(INTEGRATION_TO_CALLBACK))}, all and none (several: a comma list, e.g. tensorboard,wandb)."
         )
     missing = [name for name in training_args.report_to if name not in available]
     if missing:

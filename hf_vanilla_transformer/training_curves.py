@@ -77,8 +77,10 @@ def draw_training_curves(
                                     linestyle="none", label=f"validation BLEU, {final_label}")
         bleu_axis.set_ylabel(_bleu_axis_label(num_beams), color="tab:orange")
         top = max(value for _, value in bleus) * 1.15 + 1
-        bleu_axis.set_ylim(0, top if top <= 100 else 105)  # room above 100 for the final star's upper half
-        bleu_axis.set_yticks([tick for tick in bleu_axis.get_yticks() if 0 <= tick <= 100])
+        top = top if top <= 100 else 105  # room above 100 for the final star's upper half
+        bleu_axis.set_ylim(0, top)
+        bleu_axis.set_yticks([tick for tick in bleu_axis.get_yticks() if 0 <= tick <= min(top, 100)])
+        bleu_axis.set_ylim(0, top)  # setting ticks widens the axis to the last one
     drawn = [name for name, shown in (("training loss", series["loss"]), ("validation loss", series["eval_loss"]),
                                       ("validation BLEU", bleus)) if shown]
     title = ", ".join(drawn)

@@ -248,9 +248,9 @@ OUT_OF_RANGE = [
         "--save_strategy best saves a checkpoint when an evaluation scores best by --metric_for_best_model"]),
     flags_case("best_without_evaluations", ["--save_strategy", "best", "--eval_strategy", "no",
                                             "--metric_for_best_model", "bleu"], [
-        "--save_strategy best saves a checkpoint when an evaluation scores best, and --eval_strategy no"]),
-    flags_case("a_reporting_tool_list_with_commas", ["--report_to", "tensorboard,wandb"], [
-        "--report_to tensorboard,wandb: transformers reports to none of that name", "separated by spaces"]),
+        "--save_strategy best saves a checkpoint when an evaluation scores best, and there is none"]),
+    flags_case("an_unknown_reporting_tool", ["--report_to", "tensorboard,wandbb"], [
+        "--report_to wandbb: transformers reports to none of that name", "a comma list, e.g. tensorboard,wandb"]),
     flags_case("auto_batch_size_with_token_batches", ["--auto_find_batch_size", "--max_tokens_per_batch", "500"], [
         "--auto_find_batch_size halves --per_device_train_batch_size", "give a smaller --max_tokens_per_batch"]),
     # the scores are of the whole set: these failed after training (no scores, no card) or scored nothing

@@ -195,10 +195,14 @@ def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_f
                          "--dataloader_persistent_workers", "true"])
 
 
-def test_torch_compile_compiles_once_in_20_token_batched_steps(tmp_path, monkeypatch):
+@pytest.mark.parametrize("launcher_dynamic", [None, "False"], ids=["python", "accelerate-launch-default"])
+def test_torch_compile_compiles_once_in_20_token_batched_steps(tmp_path, monkeypatch, launcher_dynamic):
     """Token-count batches change shape almost every step; torch.compile (aot_eager here, as on a GPU with inductor)
     must compile once for dynamic lengths and batch sizes, not for each new shape, nor for the first shape alone and
-    then again at the second. (Bucketed shapes are fewer of the same kind.)"""
+    then again at the second. (Bucketed shapes are fewer of the same kind.) `accelerate launch` exports
+    ACCELERATE_DYNAMO_USE_DYNAMIC=False by default, which compiled every shape until the recompile limit."""
+    if launcher_dynamic is not None:
+        monkeypatch.setenv("ACCELERATE_DYNAMO_USE_DYNAMIC", launcher_dynamic)
     shapes = []
     collate = DataCollatorForSeq2Seq.__call__
 

@@ -483,5 +483,9 @@ def test_each_split_is_credited_to_its_own_files_in_the_model_index(tmp_path):
                              evaluation_descriptions={"validation": "the local file `/home/alice/val.jsonl`",
                                                       "test": "local files `test.de` and `test.en`"})
     named = {result.dataset_split: result.dataset_name for result in card.data.eval_results}
+    save_model_card(model_dir, source_lang="de", target_lang="en", metrics={"eval_bleu": 30.0},
+                    evaluation_descriptions={"validation": "the local file `/home/alice/val.jsonl`"})
+    stored = json.loads((model_dir / "model_card_inputs.json").read_text())  # published with the model
+    assert stored["evaluation_descriptions"] == {"validation": "the local file `val.jsonl`"}
     assert named == {"validation": "the local file `val.jsonl` de-en",
                      "test": "local files `test.de` and `test.en` de-en"}

@@ -587,9 +587,9 @@ def test_an_output_projection_untied_after_construction_is_saved(tmp_path):
     model.save_pretrained(tmp_path / "tied")
     with safe_open(str(tmp_path / "tied" / "model.safetensors"), "pt") as saved:
         assert "lm_head.weight" not in saved.keys()  # tied: the shared weight once
-    model.config.tie_word_embeddings = False
-    model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach() * 1.5)
+    model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach() * 1.5)  # the config still says tied
     model.save_pretrained(tmp_path / "untied")
+    assert json.loads((tmp_path / "untied" / "config.json").read_text())["tie_word_embeddings"] is False
     reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "untied").eval()
     assert torch.equal(reloaded.lm_head.weight, model.lm_head.weight)
     assert torch.equal(reloaded.model.shared.weight, model.model.shared.weight)
@@ -602,6 +602,9 @@ def test_a_model_turned_to_greedy_search_saves(tmp_path):
     """num_beams = 1 beside the paper's length_penalty and early_stopping (filled in for every model): transformers
     refused to save the generation config, after writing config.json, so the folder had no weights."""
     model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
+    model.generation_config.num_beams = None  # transformers' default: one beam
+    model.save_pretrained(tmp_path / "unset")
+    assert (tmp_path / "unset" / "model.safetensors").is_file()
     model.generation_config.num_beams = 1
     model.save_pretrained(tmp_path / "greedy")
     assert (tmp_path / "greedy" / "model.safetensors").is_file()

@@ -401,6 +401,8 @@ def test_a_fine_tuning_without_a_learning_rate_gets_the_trainers_not_the_papers(
         assert args.learning_rate == 5e-5
     _, _, args = parse_arguments([*own_data, "--model_name_or_path", str(model_dir), "--learning_rate", "1e-3"])
     assert args.learning_rate == 1e-3
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path / "b"), "--model_name_or_path", str(model_dir)])
+    assert args.learning_rate == 5e-5  # the built-in run's 2e-3 is a new model's too
     with pytest.raises(InputError, match=r"--warmup_steps 0 leaves the default learning rate, the paper's peak "
                                          r"d_model\^-0.5 \* warmup\^-0.5, without a value .* give --learning_rate"):
         parse_arguments([*own_data, "--warmup_steps", "0"])

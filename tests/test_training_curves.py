@@ -106,4 +106,6 @@ def test_a_final_bleu_near_100_is_drawn_whole(draw, tmp_path):
     bleu_axis = draw(history).axes[1]
     assert bleu_axis.get_ylim()[1] > 101
     assert max(bleu_axis.get_yticks()) == 100
+    top = max(entry["eval_bleu"] for entry in typical_history() if "eval_bleu" in entry) * 1.15 + 1
+    assert draw(typical_history()).axes[1].get_ylim()[1] == pytest.approx(top)  # not widened to the next tick
     plot_training_curves(history, tmp_path / "curves.png", num_beams=4, label_smoothing=0.1)

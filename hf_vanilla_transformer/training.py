@@ -284,7 +284,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         )
     check_best_model_flags(training_args, data_args)
     for name, why in IGNORED_FLAGS.items():
-        if name in given and (name != "train_sampling_strategy" or training_args.max_tokens_per_batch):
+        if name in given and (name not in IGNORED_WITH_TOKEN_BATCHES or training_args.max_tokens_per_batch):
             logger.warning("--%s has no effect here: %s", name, why)
     return model_args, data_args, training_args
 
@@ -296,9 +296,14 @@ fine-tuning needs it is large enough to wreck a trained model (0.04 at d_model 1
 
 IGNORED_FLAGS = {
     "hub_strategy": "the script pushes the run once, at its end, with its model card",
+    "sortish_sampler": "transformers 5 no longer reads it (--max_tokens_per_batch batches sentences of like length)",
     "train_sampling_strategy": "--max_tokens_per_batch draws length-bucketed batches of its own",
+    "per_device_train_batch_size": "--max_tokens_per_batch fills each batch with sentences up to its token count",
+    "dataloader_drop_last": "--max_tokens_per_batch keeps every batch, each a whole one by its token count",
 }
 """Trainer flags that this script's run does not use, with the reason a warning gives."""
+IGNORED_WITH_TOKEN_BATCHES = {"train_sampling_strategy", "per_device_train_batch_size", "dataloader_drop_last"}
+"""Those of `IGNORED_FLAGS` ignored only with `--max_tokens_per_batch`."""
 
 
 def given_values(argv: list[str], *names: str) -> dict[str, str]:

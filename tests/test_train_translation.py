@@ -465,6 +465,16 @@ def test_flags_that_imply_others_get_them(tmp_path, caplog):
                          "500", "--train_sampling_strategy", "group_by_length"])
     assert "--hub_strategy has no effect here: the script pushes the run once, at its end" in caplog.text
     assert "--train_sampling_strategy has no effect here: --max_tokens_per_batch draws" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        parse_arguments(["--output_dir", str(tmp_path), "--sortish_sampler", "--max_tokens_per_batch", "500",
+                         "--per_device_train_batch_size", "16", "--dataloader_drop_last", "true"])
+    for flag in ("sortish_sampler", "per_device_train_batch_size", "dataloader_drop_last"):
+        assert f"--{flag} has no effect here" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        parse_arguments(["--output_dir", str(tmp_path), "--per_device_train_batch_size", "16"])
+    assert "has no effect" not in caplog.text  # sentence batches: it is their size
 
 
 def test_trainer_flags_override_the_recipe(tmp_path):

@@ -141,7 +141,8 @@ def create_model_card(
     if dataset_name and not _is_hub_id(dataset_name):
         dataset_name, dataset_description = None, dataset_description or dataset_name
     dataset_description = _without_folders(dataset_description)
-    evaluation_descriptions = {split: _without_folders(words) for split, words in (evaluation_descriptions or {}).items()}
+    evaluation_descriptions = {split: _without_folders(words)
+                               for split, words in (evaluation_descriptions or {}).items()}
     config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
     if metrics is None:
         metrics = _read_json(model_dir / "all_results.json", optional=True)

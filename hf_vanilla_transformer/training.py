@@ -262,9 +262,9 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         warmup = default_rate_warmup_steps(training_args)
         if warmup < 1:
             raise InputError(
-                f"--warmup_steps {training_args.warmup_steps:g} leaves the default learning rate, the paper's peak d_model^-0.5 * warmup^-0.5, "
-                "without a value (it grows without bound as the warmup shrinks): give --learning_rate with it, or "
-                "some warmup steps."
+                f"--warmup_steps {training_args.warmup_steps:g} leaves the default learning rate, the paper's peak "
+                "d_model^-0.5 * warmup^-0.5, without a value (it grows without bound as the warmup shrinks): give "
+                "--learning_rate with it, or some warmup steps."
             )
         training_args.learning_rate = d_model**-0.5 * warmup**-0.5
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
@@ -324,7 +324,7 @@ def check_best_model_flags(training_args, data_args) -> None:
     up only after the first evaluation, with a KeyError), and no checkpoint averaging, which would replace the best
     model without a word."""
     metric = training_args.metric_for_best_model
-    if training_args.save_strategy == SaveStrategy.BEST:  # transformers refuses both in a traceback, after the data work
+    if training_args.save_strategy == SaveStrategy.BEST:  # transformers: a traceback, after the data work
         named = named_splits(data_args)
         if training_args.eval_strategy == IntervalStrategy.NO or (named is not None and "validation" not in named):
             raise InputError(
@@ -767,7 +767,8 @@ def check_training_flags(training_args) -> None:
     if unknown:
         raise InputError(
             f"--report_to {','.join(unknown)}: transformers reports to none of that name; it knows "
-            f"{', '.join(sorted(INTEGRATION_TO_CALLBACK))}, all and none (several: a comma list, e.g. tensorboard,wandb)."
+            f"{', '.join(sorted(INTEGRATION_TO_CALLBACK))}, all and none (several: a comma list, e.g. "
+            "tensorboard,wandb)."
         )
     missing = [name for name in training_args.report_to if name not in available]
     if missing:
@@ -1319,8 +1320,8 @@ def scored_references(raw_datasets, tokenized, target_lang: str, pad_token_id: i
     """Split -> its references as the data holds them, keyed by their labels (`reference_texts`), for validation
     and test: BLEU and chrF score against the text, not the labels decoded."""
     return {
-        split: reference_texts(
-            tokenized[split]["labels"], [pair[target_lang] for pair in raw_datasets[split]["translation"]], pad_token_id)
+        split: reference_texts(tokenized[split]["labels"],
+                               [pair[target_lang] for pair in raw_datasets[split]["translation"]], pad_token_id)
         for split in ("validation", "test") if split in tokenized
     }
 

@@ -96,7 +96,9 @@ def _loss_axis_label(label_smoothing: float | None) -> str:
     smoothing is not known."""
     if label_smoothing is None:
         return "loss"
-    return "loss (cross-entropy)" if not label_smoothing else f"loss (cross-entropy, label smoothing {label_smoothing:g})"
+    if not label_smoothing:
+        return "loss (cross-entropy)"
+    return f"loss (cross-entropy, label smoothing {label_smoothing:g})"
 
 
 def _bleu_axis_label(num_beams: int | None) -> str:

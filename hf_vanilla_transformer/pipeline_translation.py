@@ -46,10 +46,9 @@ class TranslationPipeline(Pipeline):
     Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
     a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
     `return_tensors=True` for `translation_token_ids` instead of text (v4's `return_text` is taken and, as there,
-    ignored), `truncation=True`
-    to cut a source at the tokenizer's `model_max_length` (the model's `max_position_embeddings` where the tokenizer
-    sets no limit, as this package's do not), and any `generate()` argument
-    (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Text is normalized as the
+    ignored), `truncation=True` to cut a source at the tokenizer's `model_max_length` (the model's
+    `max_position_embeddings` where the tokenizer sets no limit, as this package's do not), and any `generate()`
+    argument (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Text is normalized as the
     training data is: a source by `normalize_text` (NFC, invisible characters removed, whitespace), a translation
     by `normalize_whitespace` (tabs and runs of spaces become one space, none around the text); "</s>" or "<pad>"
     in a sentence is text. A blank string (empty or only whitespace) translates to "" (no token ids), as a blank

@@ -177,14 +177,20 @@ def reads_special_tokens_as_text(tokenizer) -> bool:
 def translate_sentences(translator, sentences, *, batch_size=32, progress=False, **call_kwargs):
     """Translate `sentences` with `translator` (a `TranslationPipeline`) in batches of similar length, longest
     first, and return one line per sentence in input order: blank sentences stay blank, line breaks in a
-    translation become spaces. `progress` shows a tqdm bar on stderr."""
+    translation become spaces. `progress` shows a tqdm bar on stderr, or is one to advance and leave open: a caller
+    translating a file in parts shows one bar over the whole file."""
+    from contextlib import nullcontext
+
     from tqdm.auto import tqdm
 
     todo = [i for i, sentence in enumerate(sentences) if sentence.strip()]
+    if not todo:  # nothing to measure or translate (the tokenizer fails on no sentences)
+        return [""] * len(sentences)
     lengths = translator.tokenizer([sentences[i] for i in todo], add_special_tokens=False, return_length=True)["length"]
     order = [i for _, i in sorted(zip(lengths, todo), key=lambda pair: -pair[0])]
     translations = [""] * len(sentences)
-    with tqdm(total=len(order), unit="sentence", disable=not progress) as bar:
+    own_bar = not hasattr(progress, "update")
+    with tqdm(total=len(order), unit="sentence", disable=not progress) if own_bar else nullcontext(progress) as bar:
         outputs = translator((sentences[i] for i in order), batch_size=batch_size, **call_kwargs)
         for i, records in zip(order, outputs):
             translations[i] = records[0]["translation_text"]  # one line: the pipeline leaves no line breaks

@@ -6,18 +6,23 @@
     python scripts/translate.py runs/de-en test.de -o test.en --batch_size 64 --num_beams 5 --device cuda
     python scripts/translate.py runs/de-en test.de --quantize int8 > test.en   # int8 weights on the CPU
 
-Output: one line per input line, in input order (blank lines stay blank). Sentences are batched by length,
-longest first, to waste little padding; a progress bar goes to stderr unless --quiet. Beam search follows the
+Output: one line per input line, in input order (blank lines stay blank). The input is translated 1,000 lines at a
+time, each lot batched by length, longest first, to waste little padding, and written as soon as it is done: Ctrl-C
+keeps what is written and says how much. A progress bar goes to stderr unless --quiet. Beam search follows the
 model's generation config (the paper's 4 beams and length penalty 0.6) unless overridden here.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
+import signal
+import stat
 import sys
+import threading
 from pathlib import Path
 
 
@@ -56,7 +61,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         try:
             device_from_name(args.device)
         except InputError as error:
-            parser.error(str(error))
+            refuse(parser, error)
     if args.output != "-":
         output = Path(args.output)
         if output.is_dir():
@@ -70,11 +75,22 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     return args, parser
 
 
+def refuse(parser: argparse.ArgumentParser, error: Exception, message: str | None = None):
+    """parser.error's one line (`message`, or the error's own) and exit status 2 for a mistake of the user's; with
+    HF_VANILLA_TRANSFORMER_DEBUG set, `error` is raised instead, so that its traceback shows, as run_command shows
+    those raised through it."""
+    from hf_vanilla_transformer.errors import DEBUG_VARIABLE
+
+    if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+        raise error
+    parser.error(message or str(error))
+
+
 def unwritable(path: Path) -> str | None:
     """Why `path` cannot be written, or None: opened for appending, which leaves a file there as it is (the
-    translations replace it only once all are done), and removed again if this made it, so that a run that fails
-    leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with os.access:
-    opening a FIFO waits for its reader."""
+    translations replace it only once translating begins), and removed again if this made it, so that a run that
+    fails before leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with
+    os.access: opening a FIFO waits for its reader."""
     if path.exists() and not path.is_file():
         return None if os.access(path, os.W_OK) else "permission denied"
     existed = path.exists()
@@ -204,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     from hf_vanilla_transformer.conversion import converted_marian
     from hf_vanilla_transformer.errors import InputError, usable_device
     from hf_vanilla_transformer.hub import loading_from, model_location
-    from hf_vanilla_transformer.pipeline_translation import TASK, translate_sentences
+    from hf_vanilla_transformer.pipeline_translation import TASK
     from hf_vanilla_transformer.tokenization import load_tokenizer
 
     try:
@@ -212,13 +228,13 @@ def main(argv: list[str] | None = None) -> None:
         if args.device is not None:
             usable_device(args.device)  # here, not when parsing: a GPU command line parses on any machine
     except (FileNotFoundError, InputError) as error:
-        parser.error(str(error))
+        refuse(parser, error)
     try:
         lines = read_lines(args.file)
     except InputError as error:
-        parser.error(str(error))
+        refuse(parser, error)
     except OSError as error:
-        parser.error(f"Cannot read {args.file}: {error.strerror or error}.")
+        refuse(parser, error, f"Cannot read {args.file}: {error.strerror or error}.")
     if paragraphs := several_sentences(lines):
         shown = ", ".join(map(str, paragraphs[:5])) + (", ..." if len(paragraphs) > 5 else "")
         lines_hold = "1 line holds" if len(paragraphs) == 1 else f"{len(paragraphs)} lines hold"
@@ -228,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
         if not args.quiet:
             print(f"translate.py: nothing to translate: {'standard input' if args.file == '-' else args.file} has no "
                   "text.", file=sys.stderr)
-        write_translations([""] * len(lines), args, parser)
+        with open_output(args, parser) as output:
+            write_translations([""] * len(lines), output, args, parser)
         return
 
     if args.quiet:
@@ -251,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
                 pass
         translator = pipeline(TASK, model=loaded, tokenizer=tokenizer, device=device)
     except InputError as error:
-        parser.error(str(error))
+        refuse(parser, error)
     warn_about_long_lines(lines, tokenizer, translator.model.config.max_position_embeddings)
     if args.quantize:
         from hf_vanilla_transformer.packed_linear import quantize_int8
@@ -259,23 +276,95 @@ def main(argv: list[str] | None = None) -> None:
         try:
             quantize_int8(translator.model)
         except (RuntimeError, ValueError) as error:
-            parser.error(f"Cannot quantize {args.model}: {error}")
+            refuse(parser, error, f"Cannot quantize {args.model}: {error}")
     generate_kwargs = {key: value for key in ("num_beams", "length_penalty", "max_new_tokens")
                        if (value := getattr(args, key)) is not None}
     if args.max_new_tokens is not None:  # it replaces the model's own max_length (a converted Marian model's 512),
         translator.model.generation_config.max_length = None  # which transformers would warn about at every batch
-    translations = translate_sentences(
-        translator, lines, batch_size=args.batch_size, progress=not args.quiet, **generate_kwargs
-    )
-    write_translations(translations, args, parser)
+    translate_in_windows(translator, lines, args, parser, generate_kwargs)
 
 
-def write_translations(translations: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """One translation a line, to `-o` or standard output."""
+BUFFER_LINES = 1000
+"""Lines translated at a time (or --batch_size, where that is more), sorted by length among themselves and written
+as soon as they are done, as fairseq-interactive's and Marian's buffers do: Ctrl-C loses these at most, not the whole
+file. A file of this many lines or fewer is batched as one."""
+
+
+def translate_in_windows(translator, lines: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser,
+                         generate_kwargs: dict) -> None:
+    """Translate `lines` BUFFER_LINES at a time, under one progress bar, writing each lot's translations when they
+    are done. Ctrl-C raises a KeyboardInterrupt that says how many were written, for run_command to print."""
+    from tqdm.auto import tqdm
+
+    from hf_vanilla_transformer.pipeline_translation import translate_sentences
+
+    window = max(BUFFER_LINES, args.batch_size)
+    written = 0
+    try:
+        with open_output(args, parser) as output, \
+                tqdm(total=sum(1 for line in lines if line.strip()), unit="sentence", disable=args.quiet) as bar:
+            for start in range(0, len(lines), window):
+                part = lines[start : start + window]
+                translations = translate_sentences(translator, part, batch_size=args.batch_size, progress=bar,
+                                                   **generate_kwargs)
+                with interrupt_held(output if output is not None else sys.stdout):
+                    if not write_translations(translations, output, args, parser):
+                        return
+                    written += len(translations)
+    except KeyboardInterrupt as interrupt:
+        where = f"are in {args.output}" if args.output != "-" else "were written"
+        raise KeyboardInterrupt(f"the first {written} of {len(lines)} translations {where}.") from interrupt
+
+
+@contextlib.contextmanager
+def open_output(args: argparse.Namespace, parser: argparse.ArgumentParser):
+    """-o opened for writing, and emptied: from now on it holds the translations done so far; None for standard
+    output."""
+    if args.output == "-":
+        yield None
+        return
+    try:
+        output = open(args.output, "w", encoding="utf-8")
+    except OSError as error:  # checked before translating, but the folder may be gone
+        refuse(parser, error, f"Cannot write the translations to {args.output}: {error.strerror or error}.")
+    try:
+        yield output
+    finally:
+        with contextlib.suppress(OSError):  # each write was flushed, and its error reported: what failed, fails again
+            output.close()
+
+
+@contextlib.contextmanager
+def interrupt_held(stream):
+    """Ctrl-C held back until the block ends where `stream` is a regular file: a lot of translations goes into it
+    whole and is counted, never half a line. Not for a pipe or a terminal, whose write may wait on its reader for as
+    long as it likes: Ctrl-C must stop that. Signals reach the main thread only, so elsewhere nothing is held."""
+    try:
+        regular = stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):  # None (`>&-`), a StringIO (io.UnsupportedOperation)
+        regular = False
+    if not regular or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: pressed.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed and callable(previous):  # Python's own handler raises the KeyboardInterrupt
+        previous(signal.SIGINT, None)
+
+
+def write_translations(translations: list[str], output, args: argparse.Namespace,
+                       parser: argparse.ArgumentParser) -> bool:
+    """One translation a line, to `output` (-o, open) or standard output (None), flushed at once; False where the
+    reader stopped early (`| head -1`): what it read is all that was wanted, and nothing more need be translated."""
     text = "".join(line + "\n" for line in translations)
     try:
-        if args.output != "-":
-            Path(args.output).write_text(text, encoding="utf-8")
+        if output is not None:
+            output.write(text)
+            output.flush()
         elif sys.stdout is None:  # started with standard output closed (`>&-`)
             raise OSError("it is closed")
         elif hasattr(sys.stdout, "buffer"):  # UTF-8, as the input is read and -o writes, whatever the locale's is
@@ -285,11 +374,14 @@ def write_translations(translations: list[str], args: argparse.Namespace, parser
         else:
             sys.stdout.write(text)
             sys.stdout.flush()
-    except BrokenPipeError:  # the reader stopped early (`| head -1`): what it read is all that was wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # and Python's flush at exit fails no more
+    except BrokenPipeError:
+        if output is None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit fails no more
+        return False
     except OSError as error:  # checked before translating, but the disk may be full or the folder gone
         where = args.output if args.output != "-" else "standard output"
-        parser.error(f"Cannot write the translations to {where}: {error.strerror or error}.")
+        refuse(parser, error, f"Cannot write the translations to {where}: {error.strerror or error}.")
+    return True
 
 
 if __name__ == "__main__":

@@ -171,6 +171,8 @@ def test_translate_sentences_keeps_order_and_blank_lines(translator, reference):
     lines = [SOURCES[1], "", SOURCES[0], "   ", SOURCES[3], SOURCES[2]]
     expected = [reference[1], "", reference[0], "", reference[3], reference[2]]
     assert translate_sentences(translator, lines, batch_size=3) == [" ".join(t.split()) for t in expected]
+    assert translate_sentences(translator, ["", " \t "]) == ["", ""]  # the tokenizer failed on no sentences
+    assert translate_sentences(translator, []) == []
 
 
 def test_every_save_pretrained_ships_the_pipeline(tmp_path):

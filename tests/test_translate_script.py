@@ -2,6 +2,8 @@
 
 import io
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,8 @@ import torch
 from transformers import GenerationConfig, pipeline
 
 import hf_vanilla_transformer  # noqa: F401
-from hf_vanilla_transformer import packed_linear
+from hf_vanilla_transformer import packed_linear, pipeline_translation
+from hf_vanilla_transformer.errors import DEBUG_VARIABLE, InputError, run_command
 from hf_vanilla_transformer.pipeline_translation import TASK
 from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
 
@@ -362,3 +365,87 @@ def test_lines_too_long_for_the_model_are_warned_about(script, model_dir, tmp_pa
         "model translates such a line slowly, with much memory, and often cut short or into nonsense. Split long "
         "lines into sentences, one a line.\n")
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same
+
+
+def test_ctrl_c_keeps_the_translations_written_so_far(script, model_dir, expected, tmp_path, monkeypatch, capsys):
+    """Ctrl-C lost everything, hours of it for a big file: all lines were translated before one was written. Each lot
+    of BUFFER_LINES lines is written when it is done, and Ctrl-C in the second lot leaves the first in -o, one line
+    on stderr saying so, and the shell's status 130."""
+    translate = pipeline_translation.translate_sentences
+    lots = []
+
+    def ctrl_c_in_the_second_lot(translator, sentences, **kwargs):
+        lots.append(sentences)
+        if len(lots) == 2:
+            raise KeyboardInterrupt
+        return translate(translator, sentences, **kwargs)
+
+    monkeypatch.setattr(pipeline_translation, "translate_sentences", ctrl_c_in_the_second_lot)
+    monkeypatch.setattr(script, "BUFFER_LINES", 4, raising=False)
+    monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    output.write_text("an earlier run's translations\n")
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: script.main([str(model_dir), str(source), "-o", str(output), "--batch_size", "2", "-q"]),
+                    name="translate.py")
+    assert exit_info.value.code == 130 and lots == [LINES[:4], LINES[4:]]
+    assert output.read_text(encoding="utf-8") == "".join(line + "\n" for line in expected[:4])
+    assert capsys.readouterr().err == f"\ntranslate.py: interrupted: the first 4 of 6 translations are in {output}.\n"
+
+
+def test_a_long_input_is_translated_and_written_a_lot_at_a_time(script, model_dir, expected, monkeypatch, capsys):
+    """Lots of BUFFER_LINES lines, each sorted by length in itself, give the translations of one call over the whole
+    input, in input order; each lot is written before the next is translated (a lot of blank lines too), under one
+    progress bar over all the sentences."""
+    translate = pipeline_translation.translate_sentences
+    captured = []
+
+    def recording(translator, sentences, **kwargs):
+        captured.append(capsys.readouterr())
+        return translate(translator, sentences, **kwargs)
+
+    monkeypatch.setattr(pipeline_translation, "translate_sentences", recording)
+    monkeypatch.setattr(script, "BUFFER_LINES", 2, raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join([*LINES, "", "  ", LINES[0]])))
+    script.main([str(model_dir), "--batch_size", "2"])
+    captured.append(capsys.readouterr())
+    assert "".join(part.out for part in captured).splitlines() == [*expected, "", "", expected[0]]
+    assert [part.out.count("\n") for part in captured] == [0, 2, 2, 2, 2, 1]  # (1, 2), (3, 4), (5, 6), (7, 8), (9)
+    bar_totals = re.findall(r"\| *\d+/(\d+) \[", "".join(part.err for part in captured))
+    assert bar_totals and set(bar_totals) == {"6"}
+
+
+def test_ctrl_c_while_a_lot_is_written_to_a_file_waits_for_it(script, tmp_path):
+    """A lot goes into a file whole, and is counted, or not at all; to a pipe, whose reader may never read, Ctrl-C
+    stops the writing at once."""
+    steps = []
+    with open(tmp_path / "out.txt", "w") as output, pytest.raises(KeyboardInterrupt):
+        with script.interrupt_held(output):
+            signal.raise_signal(signal.SIGINT)
+            steps.append("written and counted")
+    read_end, write_end = os.pipe()
+    with open(read_end), open(write_end, "w") as pipe, pytest.raises(KeyboardInterrupt):
+        with script.interrupt_held(pipe):
+            signal.raise_signal(signal.SIGINT)
+            steps.append("the pipe's lot")
+    assert steps == ["written and counted"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.parametrize("make_args, message", [
+    (lambda d, t: [str(d), str(t / "nul.txt")], "nul.txt is not a text file (line 1 holds NUL bytes)"),
+    (lambda d, t: [str(d), str(t / "nul.txt"), "--device", "gpu"], "--device gpu: not a device name"),
+])
+def test_the_debug_variable_shows_the_traceback_of_a_mistake_too(script, model_dir, tmp_path, monkeypatch, capsys,
+                                                                 make_args, message):
+    """HF_VANILLA_TRANSFORMER_DEBUG=1 shows a traceback wherever run_command reports a mistake in one line, but
+    translate.py turned its own into parser.error's line, the traceback lost."""
+    (tmp_path / "nul.txt").write_bytes(b"Ein Satz.\x00\n")
+    monkeypatch.setenv(DEBUG_VARIABLE, "1")
+    with pytest.raises(InputError, match=re.escape(message)):
+        run_command(lambda: script.main([*make_args(model_dir, tmp_path), "-q"]))
+    monkeypatch.setenv(DEBUG_VARIABLE, "0")
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: script.main([*make_args(model_dir, tmp_path), "-q"]))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1 and ": error: " in err and message in err

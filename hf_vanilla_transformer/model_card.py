@@ -399,8 +399,24 @@ def _tokenizer_description(model_dir: Path) -> str | None:
     byte_level = pre.get("type") == "ByteLevel" or any(
         p.get("type") == "ByteLevel" for p in pre.get("pretokenizers", []) or [])
     if model == "BPE":
-        return "byte-level BPE shared by source and target" if byte_level else "BPE shared by source and target"
-    return f"{model} shared by source and target" if model else None
+        described = "byte-level BPE shared by source and target" if byte_level else "BPE shared by source and target"
+    elif model:
+        described = f"{model} shared by source and target"
+    else:
+        return None
+    return described + _normalizer_description(tokenizer.get("normalizer"))
+
+
+def _normalizer_description(normalizer: Mapping[str, Any] | None) -> str:
+    """What a tokenizer's normalizer changes that a reader would notice in its translations (case, respelt letters),
+    as the end of the vocabulary's description; "" for none, or one that only normalizes Unicode."""
+    steps = (normalizer or {}).get("normalizers", [normalizer]) if normalizer else []
+    changes = ["lower-cased" for step in steps if step.get("type") == "Lowercase"][:1]
+    respelt = [(step["pattern"]["String"], step["content"]) for step in steps
+               if step.get("type") == "Replace" and "String" in (step.get("pattern") or {})]
+    if respelt:
+        changes.append("with " + ", ".join(f"{letter} as {spelt or 'nothing'}" for letter, spelt in respelt))
+    return ", reading text " + " ".join(changes) if changes else ""
 
 
 def _recipe(training_args: Any) -> list[tuple[str, str]]:

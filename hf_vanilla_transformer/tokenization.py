@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
@@ -32,11 +32,14 @@ def train_bpe_tokenizer(
     *,
     min_frequency: int = 2,
     model_max_length: int | None = None,
+    normalizer: normalizers.Normalizer | None = None,
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE tokenizer on `texts` (source and target sentences together) and wrap it for transformers.
 
     Special tokens get ids pad=0, bos=1, eos=2, unk=3. The result is `save_pretrained`-able and reloads with
-    `AutoTokenizer.from_pretrained`. `vocab_size` counts them and the 256 bytes of the base alphabet.
+    `AutoTokenizer.from_pretrained`. `vocab_size` counts them and the 256 bytes of the base alphabet. A `normalizer`
+    (a `tokenizers` one) changes text before it is learnt from and encoded, e.g. the built-in corpus' lower-casing:
+    text it changes no longer decodes back to itself.
     """
     if isinstance(texts, (str, bytes)):  # iterated, a file name or a corpus in one string is its characters
         raise TypeError(
@@ -50,6 +53,8 @@ def train_bpe_tokenizer(
     if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
         raise ValueError(f"min_frequency must be an integer >= 0, got {min_frequency!r}.")
     backend = Tokenizer(models.BPE(unk_token=UNK_TOKEN))
+    if normalizer is not None:
+        backend.normalizer = normalizer
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(

@@ -20,6 +20,7 @@ from hf_vanilla_transformer.data import (
     load_translation_datasets,
     number_magnitude,
     number_words_corpus,
+    number_words_normalizer,
     resolve_parallel_files,
     rows_with_text,
     tokenize_translation_datasets,
@@ -613,6 +614,35 @@ def test_number_words_corpus_covers_every_magnitude_alike():
         assert sum(pair["de"][0].isupper() for pair in corpus[split]["translation"]) == len(corpus[split]) // 4
     assert {number_magnitude(n) for n in (7, 42, 312, 4096, 12345, 654321)} == set(NUMBER_MAGNITUDES) - {"round"}
     assert {number_magnitude(n) for n in (100, 2000, 25_000, 300_000, 10**6)} == {"round"}
+
+
+def test_the_words_that_stand_alone_are_trained_on_as_often_as_any_number():
+    """"eine Million" is the only pair with "Million": with a round number's share of training (6 of 10,000) the
+    main job translated it as "one hundred and ninety-one"; each such word now comes as often as "zweiundvierzig"."""
+    corpus = number_words_corpus(10_000, 500, 500)
+    counts = Counter(numbers_of(corpus["train"]))
+    words = set(range(21)) | set(range(30, 100, 10)) | {d * 10**z for d in range(1, 10) for z in range(2, 6)} | {10**6}
+    assert min(counts[word] for word in words) >= max(counts.values()) >= 20
+    per_magnitude = Counter(corpus["train"]["magnitude"]).values()
+    assert len(per_magnitude) == len(NUMBER_MAGNITUDES) and max(per_magnitude) - min(per_magnitude) <= 1  # still alike
+
+
+def test_the_builtin_vocabulary_keeps_million_whole_and_reads_no_case_or_umlauts():
+    """The main job's tokenizer (its corpus, vocabulary size and normalizer): "million" is one token (at 500 it was
+    seven letters the model had to copy, "one mililion"), and "ZWEI", "Zwei", "fuenf" read as "zwei" and "fünf"
+    (with case kept, "ZWEI" came out "ten thousand, one hundred and eight"). The English targets decode unchanged."""
+    from hf_vanilla_transformer.training import BUILTIN_RUN
+
+    corpus = number_words_corpus(10_000, 500, 500)
+    tokenizer = train_bpe_tokenizer(translation_texts(corpus["train"], "de", "en"), int(BUILTIN_RUN["vocab_size"]),
+                                    normalizer=number_words_normalizer())
+    assert tokenizer.tokenize("one million") == ["one", "Ġmillion"]
+    assert tokenizer.tokenize("eine Million")[-1] == "Ġmillion"
+    for spellings in (["zwei", "Zwei", "ZWEI"], ["fünf", "Fünf", "FÜNF", "fuenf"], ["dreißig", "dreissig", "DREISSIG"],
+                      ["zwölf", "zwoelf"], ["eine Million", "EINE MILLION", "eine million"]):
+        assert len({tuple(tokenizer(spelling)["input_ids"]) for spelling in spellings}) == 1, spellings
+    targets = [pair["en"] for split in corpus.values() for pair in split["translation"]]
+    assert [tokenizer.decode(tokenizer(target)["input_ids"], skip_special_tokens=True) for target in targets] == targets
 
 
 def tokenized_numbers(caplog, **lengths):

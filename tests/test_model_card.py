@@ -205,6 +205,24 @@ def test_a_reused_vocabulary_is_not_said_to_be_learned(model_dir):
     assert "The vocabulary is the one of `runs/base`, reused" in text and "is learned" not in text
 
 
+def test_a_vocabulary_that_reads_text_lower_cased_says_so(model_dir, tmp_path):
+    """The built-in corpus' tokenizer lower-cases and respells umlauts: a reader of the card would otherwise wonder
+    why the model's translations have no capitals."""
+    from tokenizers import Tokenizer
+
+    from hf_vanilla_transformer.data import number_words_normalizer
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    assert "reading text" not in create_model_card(folder, source_lang="de", target_lang="en").text
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.normalizer = number_words_normalizer()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    text = " ".join(create_model_card(folder, source_lang="de", target_lang="en").text.split())
+    assert "byte-level BPE shared by source and target, reading text lower-cased with ä as ae, ö as oe, ü as ue, " \
+           "ß as ss |" in text
+
+
 def test_a_fine_tuned_model_names_its_base_model(model_dir, tmp_path):
     """The card of a fine-tuning run said nothing of the model it started from."""
     card = create_model_card(model_dir, source_lang="en", target_lang="de", base_model="Helsinki-NLP/opus-mt-en-de")

@@ -349,6 +349,8 @@ def test_json_lines_files(tmp_path, capsys):
         "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_eval_samples", "8", capsys=capsys,
     )
     assert "eval_bleu" in json.loads((tmp_path / "out" / "all_results.json").read_text())
+    # the user's text keeps its case and letters (only the built-in corpus' tokenizer reads numbers without them)
+    assert AutoTokenizer.from_pretrained(tmp_path / "out").backend_tokenizer.normalizer is None
 
 
 def test_paper_recipe_is_the_default(tmp_path):
@@ -674,6 +676,10 @@ README_EXAMPLES = {
     "zwölf": "twelve",
     "Zweiundvierzig": "forty-two",
     "Hundert": "one hundred",
+    "ZWEI": "two",  # the built-in run's tokenizer reads text without case, and umlauts spelt out as typed in ASCII
+    "fuenfzehn": "fifteen",
+    "eine Million": "one million",
+    "EINE MILLION": "one million",
 }
 
 

@@ -26,6 +26,7 @@ from .modeling_vanilla_transformer import PAPER_DECODING
 TEMPLATE_PATH = Path(str(resources.files("hf_vanilla_transformer.model_cards") / "translation_model_card.md"))
 CARD_INPUTS_FILE = "model_card_inputs.json"
 DEFAULT_TAGS = ("translation", "seq2seq", "transformer", "attention-is-all-you-need", "vanilla-transformer")
+DEFAULT_LICENSE = "apache-2.0"  # this package's, for a model trained from scratch with it
 
 # Trainer arguments that make up the recipe, with their names in the card.
 RECIPE_FIELDS = {
@@ -100,7 +101,7 @@ def create_model_card(
     decoding: Mapping[str, Any] | None = None,
     repo_id: str | None = None,
     model_name: str | None = None,
-    license: str = "apache-2.0",
+    license: str | None = None,
     tags: Sequence[str] = (),
     example: str | None = None,
     tokenizer_from: str | None = None,
@@ -129,6 +130,9 @@ def create_model_card(
     `base_model`: the model a fine-tuning run started from (a folder or Hub id), named in the card, and in its
     `base_model:` metadata when it is a Hub id. A `base_model` or `tokenizer_from` that is a folder here, or no Hub
     id, is named by its folder's name alone: the card is published, and a path shows the user's folders.
+    `license`: the model's; by default the license of the model it was fine-tuned or converted from, where that
+    model's card says one (a folder's README.md, or the Hub's card when online), else `DEFAULT_LICENSE`: a
+    fine-tuned opus-mt model keeps its CC-BY terms.
     `project_url`: the package's web page, linked where the card names it (default: the installed package's
     metadata's, where it has one).
     `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
@@ -160,7 +164,7 @@ def create_model_card(
     converted_shown = _local_folder_name(converted_from)
     card_data = ModelCardData(
         language=languages or None,
-        license=license,
+        license=license or _inherited_license(base_model, converted_from) or DEFAULT_LICENSE,
         library_name="transformers",
         pipeline_tag="translation",
         tags=list(dict.fromkeys([*DEFAULT_TAGS, *tags])),
@@ -246,6 +250,7 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     if inputs.get("metrics") is not None:
         inputs["metrics"] = {key: _plain(value) for key, value in inputs["metrics"].items()}
     inputs["tags"] = list(inputs.get("tags", ()))
+    inputs["license"] = card.data.license  # as found: rendered again, a base model's folder is no longer at hand
     (model_dir / CARD_INPUTS_FILE).write_text(json.dumps(inputs, indent=2, default=str) + "\n", encoding="utf-8")
     card.save(model_dir / "README.md")
     return model_dir / "README.md"
@@ -265,6 +270,23 @@ def update_model_card(model_dir: str | os.PathLike, **overrides) -> Path | None:
         inputs = {}
     inputs.update(overrides)
     return save_model_card(model_dir, **inputs)
+
+
+def _inherited_license(*models: str | None) -> str | None:
+    """The license in the card of the first of `models` (folders or Hub ids) that has a card saying one."""
+    for name in filter(None, models):
+        try:
+            if (Path(name) / "README.md").is_file():
+                license = ModelCard.load(Path(name) / "README.md").data.license
+            elif _is_hub_id(name) and not Path(name).exists():
+                license = ModelCard.load(name).data.license  # offline, or no card there: an error, passed over
+            else:
+                continue
+        except Exception:  # noqa: BLE001 - an unreadable card says no license; the default stands
+            continue
+        if license:
+            return license
+    return None
 
 
 def _template_path() -> Path:

@@ -43,7 +43,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     card.add_argument("--source_lang", help="source language code, e.g. de")
     card.add_argument("--target_lang", help="target language code, e.g. en")
     card.add_argument("--dataset_name", help="the training data's Hub dataset id")
-    card.add_argument("--license", help="the model's license (default apache-2.0)")
+    card.add_argument("--license", help="the model's license (default: as saved: the license of the model a run "
+                      "fine-tuned or converted, else apache-2.0)")
     args = parser.parse_args(argv)
     if args.create_pr and args.revision not in (None, "main"):  # huggingface_hub raises it after the card work
         parser.error(f"--create_pr opens a pull request against the default branch: leave out --revision "

@@ -235,6 +235,24 @@ def test_a_fine_tuned_model_names_its_base_model(model_dir, tmp_path):
     assert "Fine-tuned from" not in create_model_card(model_dir, source_lang="en", target_lang="de").text
 
 
+def test_a_fine_tuned_model_keeps_its_base_models_license(model_dir, tmp_path):
+    """A fine-tuned opus-mt model (CC-BY 4.0) was published as apache-2.0, this package's license."""
+    base = tmp_path / "opus-mt-en-de"
+    shutil.copytree(model_dir, base)
+    (base / "README.md").write_text("---\nlicense: cc-by-4.0\nlanguage: [en, de]\n---\n# opus-mt-en-de\n")
+    assert create_model_card(model_dir, source_lang="en", target_lang="de", base_model=str(base)).data.license == \
+        "cc-by-4.0"
+    assert create_model_card(model_dir, base_model=str(base), license="mit").data.license == "mit"  # said, it wins
+    tuned = tmp_path / "tuned"
+    shutil.copytree(model_dir, tuned)
+    save_model_card(tuned, source_lang="en", target_lang="de", base_model=str(base))
+    shutil.rmtree(base)  # rendered again (as push_to_hub.py does) where the base model's folder is gone
+    update_model_card(tuned, repo_id="user/tuned")
+    assert ModelCard.load(tuned / "README.md").data.license == "cc-by-4.0"
+    assert create_model_card(model_dir, base_model=str(base)).data.license == "apache-2.0"  # no card to read
+    assert create_model_card(model_dir, base_model="Helsinki-NLP/opus-mt-en-de").data.license == "apache-2.0"  # offline
+
+
 def test_local_paths_are_not_published(model_dir, tmp_path):
     """`--model_name_or_path /home/alice/runs/x` put the user's folders in the published card ("Fine-tuned from
     `/home/alice/runs/x`", "The vocabulary is the one of `/home/...`") and in model_card_inputs.json, pushed with it;

@@ -67,7 +67,7 @@ def push_model_dir(
 
     The folder may be a Trainer checkpoint: then a card it lacks takes the run's card inputs (`checkpoint_card`).
     The folder is left as it is: the translation pipeline (`save_translation_pipeline`) and the model card rendered
-    again with the repository's id (`update_model_card`, with `card_overrides`; an existing README.md without saved
+    again with the repository's id and branch (`update_model_card`, with `card_overrides`; an existing README.md without saved
     card inputs is kept) go into a staging copy (`stage_upload`), with the model's code and `auto_map` where the
     folder lacks them (`add_model_code`). Creates the repository if needed (`private=None` keeps the Hub's default
     or the existing visibility; `private=True` makes an existing public repository private, with a warning) and the
@@ -97,7 +97,8 @@ def push_model_dir(
             logger.warning("%s lacks the model's code for trust_remote_code=True loading: pushed with this package's "
                            "(%s).", model_dir, ", ".join(added))
         save_translation_pipeline(staging)
-        update_model_card(staging, **{**card_inputs, "repo_id": repo_id})
+        # the card's code loads the branch pushed to (a pull request's goes to main once merged)
+        update_model_card(staging, **{**card_inputs, "repo_id": repo_id, "revision": None if create_pr else revision})
         uploaded = _files(Path(staging))
         commit = api.upload_folder(
             repo_id=repo_id,

@@ -100,6 +100,7 @@ def create_model_card(
     training_args: Any = None,
     decoding: Mapping[str, Any] | None = None,
     repo_id: str | None = None,
+    revision: str | None = None,
     model_name: str | None = None,
     license: str | None = None,
     tags: Sequence[str] = (),
@@ -123,7 +124,8 @@ def create_model_card(
     for how the scores were decoded: their `generation_num_beams` and `generation_max_length`, where set, are what
     Seq2SeqTrainer's evaluation passed to generate() over the saved generation config.
     `decoding`: such settings given directly (`num_beams`, `max_length`); they win over `training_args`'.
-    `repo_id` goes into the loading examples (default: `model_dir`); `example` is a source sentence for them (the
+    `repo_id` goes into the loading examples (default: `model_dir`), with `revision=` where the card is pushed to a
+    branch other than main (`revision`); `example` is a source sentence for them (the
     training script gives one from its data; without it, a sentence in the source language).
     `tokenizer_from`: the model or tokenizer whose vocabulary the run reused (fine-tuning, `--tokenizer_name`); by
     default the card says one was learned on the training data.
@@ -183,6 +185,8 @@ def create_model_card(
         template_path=str(template_path or _template_path()),
         model_name=model_name,
         repo_id=repo_id,
+        revision=revision if revision not in (None, "main") else None,
+        revision_arg=f", revision={json.dumps(revision)}" if revision not in (None, "main") else "",
         source_lang=source_lang,
         target_lang=target_lang,
         source_language=_language_name(source_lang),
@@ -259,12 +263,13 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
 def update_model_card(model_dir: str | os.PathLike, **overrides) -> Path | None:
     """Render `model_dir/README.md` again from the saved inputs with `overrides` (e.g. `repo_id=...` before a push).
     Without saved inputs, render one from what the folder holds (config, weights, all_results.json) and
-    `overrides`, unless a README.md is there and `overrides` only give the `repo_id`: then keep it (returns None)."""
+    `overrides`, unless a README.md is there and `overrides` only give the `repo_id` and `revision`: then keep it
+    (returns None)."""
     model_dir = Path(model_dir)
     inputs_file = model_dir / CARD_INPUTS_FILE
     if inputs_file.is_file():
         inputs = _read_json(inputs_file)
-    elif (model_dir / "README.md").is_file() and not overrides.keys() - {"repo_id"}:
+    elif (model_dir / "README.md").is_file() and not overrides.keys() - {"repo_id", "revision"}:
         return None
     else:
         inputs = {}

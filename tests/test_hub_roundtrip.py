@@ -108,6 +108,9 @@ sys.stdin = open(os.devnull)
 card_code = {{}}
 exec(re.findall(r"```python\\n(.*?)```", card, flags=re.S)[1], card_code)  # the code without the package
 assert "tokenizer" in card_code, "the card's code loads no tokenizer"
+card_v1 = open(hf_hub_download({REPO_ID!r}, "README.md", revision="v1"), encoding="utf-8").read()
+card_code_v1 = {{}}  # the branch's card loads the branch: main may hold another model, or none
+exec(re.findall(r"```python\\n(.*?)```", card_v1, flags=re.S)[1], card_code_v1)
 
 model = AutoModelForSeq2SeqLM.from_pretrained({REPO_ID!r}, trust_remote_code=True)
 assert type(model).__module__.startswith("transformers_modules"), type(model)
@@ -118,13 +121,15 @@ print(json.dumps({{
     "generated": generated(model, tokenizer),
     "piped": piped(translator),
     "v1": piped(pipeline(model={REPO_ID!r}, revision="v1", trust_remote_code=True)),
+    "v1_card": piped(card_code_v1["translator"]),
+    "main_card_revision": "revision=" in card,
     "branches": sorted(branch.name for branch in HfApi().list_repo_refs({REPO_ID!r}).branches),
 }}))
 """, hf_home=tmp_path / "remote_home", hide_modules=("hf_vanilla_transformer",))
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["generated"] == expected["main"]
     assert result["piped"] == expected["main"]
-    assert result["v1"] == expected["v1"]
+    assert result["v1"] == result["v1_card"] == expected["v1"] and not result["main_card_revision"]
     assert result["branches"] == ["main", "v1"]
     assert hub_server.unhandled == []
 

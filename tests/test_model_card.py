@@ -253,6 +253,15 @@ def test_a_fine_tuned_model_keeps_its_base_models_license(model_dir, tmp_path):
     assert create_model_card(model_dir, base_model="Helsinki-NLP/opus-mt-en-de").data.license == "apache-2.0"  # offline
 
 
+def test_a_card_pushed_to_a_branch_loads_that_branch(model_dir):
+    """Pushed with --revision v1 to a new repository, the card's code loaded main, which held no model."""
+    text = create_model_card(model_dir, repo_id="user/m", revision="v1").text
+    assert text.count('"user/m", revision="v1"') == 6 and "on the branch `v1`" in text
+    assert "translate.py user/m --revision v1 input.txt" in text
+    for revision in (None, "main"):
+        assert "revision" not in create_model_card(model_dir, repo_id="user/m", revision=revision).text
+
+
 def test_local_paths_are_not_published(model_dir, tmp_path):
     """`--model_name_or_path /home/alice/runs/x` put the user's folders in the published card ("Fine-tuned from
     `/home/alice/runs/x`", "The vocabulary is the one of `/home/...`") and in model_card_inputs.json, pushed with it;

@@ -1151,6 +1151,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
 
     all_metrics = train(trainer, resume_from) if training_args.do_train else {}
+    if training_args.do_train and trainer.is_world_process_zero():  # rendered again with the scores; a Ctrl-C
+        save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics)  # while scoring keeps it
 
     # Validation and test are translated once each: the last one's translations are written out and shown.
     translations, samples_split = [], None
@@ -1190,29 +1192,7 @@ def main(argv: list[str] | None = None) -> dict:
         # of the scores, where there are any
         signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize) if samples_split else None
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
-            averaged = all_metrics.get("averaged_checkpoints")
-            plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=(
-                f"the run's model (average of the last {averaged} checkpoints)" if averaged else "the run's model"),
-                num_beams=training_args.generation_num_beams or model.generation_config.num_beams,
-                label_smoothing=training_args.label_smoothing_factor)
-            save_translation_pipeline(output_dir)
-            save_model_card(
-                output_dir,
-                source_lang=data_args.source_lang,
-                target_lang=data_args.target_lang,
-                metrics=all_metrics,
-                dataset_name=data_args.dataset_name,
-                dataset_description=data_source_description(data_args),
-                evaluation_descriptions={split: data_source_description(data_args, split)
-                                         for split in ("validation", "test")},
-                dataset_config=data_args.dataset_config_name,
-                training_args=training_args,
-                repo_id=training_args.hub_model_id,
-                metric_signatures=signatures,
-                example=card_example(raw_datasets, data_args.source_lang),
-                tokenizer_from=model_args.tokenizer_name or model_args.model_name_or_path,
-                base_model=model_args.model_name_or_path,
-            )
+            save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, signatures)
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
@@ -1247,6 +1227,37 @@ def translate_script() -> str:
     if script.name == "train_translation.py" and script.with_name("translate.py").is_file():
         return str(script.with_name("translate.py"))
     return "scripts/translate.py"
+
+
+def save_run_card(trainer, model, model_args, data_args, raw_datasets, metrics: dict,
+                  signatures: dict | None = None) -> None:
+    """The run's training curves, translation pipeline and model card (with `metrics`, the scores' sacreBLEU
+    `signatures`) in its output folder."""
+    training_args = trainer.args
+    output_dir = Path(training_args.output_dir)
+    averaged = metrics.get("averaged_checkpoints")
+    plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=(
+        f"the run's model (average of the last {averaged} checkpoints)" if averaged else "the run's model"),
+        num_beams=training_args.generation_num_beams or model.generation_config.num_beams,
+        label_smoothing=training_args.label_smoothing_factor)
+    save_translation_pipeline(output_dir)
+    save_model_card(
+        output_dir,
+        source_lang=data_args.source_lang,
+        target_lang=data_args.target_lang,
+        metrics=metrics,
+        dataset_name=data_args.dataset_name,
+        dataset_description=data_source_description(data_args),
+        evaluation_descriptions={split: data_source_description(data_args, split)
+                                 for split in ("validation", "test")},
+        dataset_config=data_args.dataset_config_name,
+        training_args=training_args,
+        repo_id=training_args.hub_model_id,
+        metric_signatures=signatures,
+        example=card_example(raw_datasets, data_args.source_lang),
+        tokenizer_from=model_args.tokenizer_name or model_args.model_name_or_path,
+        base_model=model_args.model_name_or_path,
+    )
 
 
 def train(trainer, resume_from: str | None) -> dict:

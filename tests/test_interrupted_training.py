@@ -182,7 +182,8 @@ def test_a_copied_runs_checkpoints_are_deleted_by_step(tmp_path):
 
 
 def test_ctrl_c_while_scoring_the_trained_model_says_it_is_saved(tmp_path, monkeypatch):
-    """The model is saved before the final evaluation: Ctrl-C there said only "interrupted"."""
+    """The model is saved before the final evaluation: Ctrl-C there said only "interrupted", and left no model card
+    beside the model (one without scores now, rendered again once they are made)."""
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
 
     def predict(*args, **kwargs):
@@ -198,3 +199,6 @@ def test_ctrl_c_while_scoring_the_trained_model_says_it_is_saved(tmp_path, monke
                             "--max_steps", "1", "--save_strategy", "no", "--eval_strategy", "no",
                             "--average_last_checkpoints", "0", "--disable_tqdm", "true"])))
     assert (out / "model.safetensors").is_file()
+    assert (out / "model_card_inputs.json").is_file()
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "built-in `number_words` corpus" in card and "eval_bleu" not in card

@@ -181,24 +181,37 @@ def _damaged_gzip_error(path: Path, error: BaseException) -> InputError:
 
 
 def _read_line_pairs(source_path: Path, target_path: Path) -> Iterator[tuple[int, str, str]]:
-    """Yield (1-based line number, source, target), splitting on b"\\n" only; raise InputError on unequal counts."""
-    source_count = target_count = 0
+    """Yield (1-based line number, source, target), splitting on b"\\n" only; raise InputError on unequal counts.
+
+    Line counts that differ only by blank lines at the files' ends are no error: an editor's extra line end is no
+    sentence, and the lines the files share are read as always."""
+    source_count = target_count = last_source_text = last_target_text = 0
     source, target = _raw_lines(source_path), _raw_lines(target_path)
     for line_number, (raw_source, raw_target) in enumerate(zip_longest(source, target), start=1):
         source_count += raw_source is not None
         target_count += raw_target is not None
+        if raw_source is not None and not raw_source.isspace():
+            last_source_text = line_number
+        if raw_target is not None and not raw_target.isspace():
+            last_target_text = line_number
         if source_count == target_count == line_number:
             yield (
                 line_number,
                 _decode_line(raw_source, source_path, line_number),
                 _decode_line(raw_target, target_path, line_number),
             )
-    if source_count != target_count:
+    if source_count != target_count and last_source_text != last_target_text:
         raise InputError(
-            f"Parallel files have different line counts: {source_path} has {source_count} lines, {target_path} has "
-            f"{target_count}. Line i of one must translate line i of the other; fix the files (e.g. compare "
-            "`wc -l` and look for a sentence split over two lines) before training."
+            f"Parallel files have different line counts: {source_path} has {source_count} lines"
+            f"{_without_trailing_blanks(source_count, last_source_text)}, {target_path} has {target_count}"
+            f"{_without_trailing_blanks(target_count, last_target_text)}. Line i of one must translate line i of the "
+            "other; fix the files (e.g. compare `wc -l` and look for a sentence split over two lines) before training."
         )
+
+
+def _without_trailing_blanks(count: int, last_text: int) -> str:
+    """The note " (N without the blank lines at its end)" for a file that ends with blank lines; "" otherwise."""
+    return f" ({last_text} without the blank lines at its end)" if last_text < count else ""
 
 
 def _warn_about_skipped(report: ParallelTextReport, keep_blank: bool = False) -> None:
@@ -962,14 +975,21 @@ def _split_paths(train: str | None, validation: str | None, test: str | None) ->
 
 def _with_translation_column(dataset: Dataset, source_lang: str, target_lang: str) -> Dataset:
     """A dataset with a text column per language (`{"en": ..., "de": ...}` rows, as bentrevett/multi30k on the Hub)
-    turned into one with the `translation` column of {language: text} dicts that the rest expects; a dataset that
-    has a `translation` column, or lacks a language's column, is returned as it is."""
-    if "translation" in dataset.column_names or not {source_lang, target_lang} <= set(dataset.column_names):
+    turned into one with the `translation` column of {language: text} dicts that the rest expects; where a
+    `translation` column is there too (a JSON lines file mixing both row forms), its rows without one take their
+    pair from the language columns. A dataset that lacks a language's column, or whose every row has a
+    `translation`, is returned as it is."""
+    if not {source_lang, target_lang} <= set(dataset.column_names):
+        return dataset
+    has_translation = "translation" in dataset.column_names
+    if has_translation and not dataset.data.column("translation").null_count:
         return dataset
 
     def pair_up(batch: dict) -> dict:
-        return {"translation": [{source_lang: source, target_lang: target}
-                                for source, target in zip(batch[source_lang], batch[target_lang], strict=True)]}
+        pairs = batch["translation"] if has_translation else [None] * len(batch[source_lang])
+        return {"translation": [pair if pair is not None else {source_lang: source, target_lang: target}
+                                for pair, source, target in zip(pairs, batch[source_lang], batch[target_lang],
+                                                                strict=True)]}
 
     return dataset.map(pair_up, batched=True, remove_columns=dataset.column_names, desc="Pairing the language columns")
 
@@ -1208,9 +1228,11 @@ def tokenize_translation_datasets(
     def tokenize(batch: dict, target_limit: int | None) -> dict:
         sources = [normalize_text(pair[source_lang]) for pair in batch["translation"]]
         targets = [normalize_whitespace(pair[target_lang]) for pair in batch["translation"]]
-        model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True, split_special_tokens=as_text)
-        labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None,
-                           split_special_tokens=as_text)
+        with _backend_settings_kept(tokenizer):
+            model_inputs = tokenizer(sources, max_length=max_source_length, truncation=True,
+                                     split_special_tokens=as_text)
+            labels = tokenizer(text_target=targets, max_length=target_limit, truncation=target_limit is not None,
+                               split_special_tokens=as_text)
         model_inputs["labels"] = labels["input_ids"]
         model_inputs["source_truncated"] = _truncated_flags(
             model_inputs, max_source_length, lambda rows: tokenizer(rows, split_special_tokens=as_text), sources
@@ -1236,6 +1258,27 @@ def tokenize_translation_datasets(
         if split == "train":
             _warn_about_unknown_tokens(tokenized[split], tokenizer.unk_token_id, source_lang, target_lang)
     return tokenized
+
+
+@contextlib.contextmanager
+def _backend_settings_kept(tokenizer) -> Iterator[None]:
+    """Restore a fast tokenizer's backend truncation and padding after the calls inside: transformers leaves the
+    last call's `max_length` set there, which `save_pretrained` writes into tokenizer.json (where `tokenizers`
+    users then silently cut long inputs), and which makes the `datasets` fingerprint of the next map differ."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)  # None for a slow (sentencepiece) tokenizer
+    if backend is None:
+        yield
+        return
+    truncation, padding = backend.truncation, backend.padding
+    try:
+        yield
+    finally:
+        backend.no_truncation()
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        backend.no_padding()
+        if padding is not None:
+            backend.enable_padding(**padding)
 
 
 def _truncated_flags(encoding, limit: int | None, tokenize, texts: list[str]) -> list[bool]:

@@ -1,5 +1,6 @@
 """Tests for hf_vanilla_transformer.data: parallel text robustness, data sources, number words, tokenization."""
 
+import copy
 import gzip
 import json
 import logging
@@ -9,7 +10,7 @@ from pathlib import Path
 from collections import Counter
 
 import pytest
-from datasets import Dataset, DatasetDict
+from datasets import Dataset, DatasetDict, load_from_disk
 from num2words import num2words
 
 from hf_vanilla_transformer.errors import InputError
@@ -80,6 +81,28 @@ def test_mismatched_line_counts_name_both_files_and_counts(tmp_path, source_coun
     message = str(error.value)
     assert f"{source} has {source_count} lines" in message
     assert f"{target} has {target_count}" in message
+
+
+@pytest.mark.parametrize("longer", ["source", "target"])
+def test_blank_lines_at_the_end_of_one_file_are_not_counted(tmp_path, longer):
+    """An editor's extra line end at the end of train.en (2001 lines against 2000) stopped the run with "look for a
+    sentence split over two lines"; blank lines inside the files still pair up and are skipped."""
+    german, english = ["eins", "", "drei"], ["one", "two", "three"]
+    trailing = {"source": (["", "  "], []), "target": ([], ["", "\r"])}[longer]
+    source = write_lines(tmp_path / "t.de", german + trailing[0])
+    target = write_lines(tmp_path / "t.en", english + trailing[1])
+    dataset, report = load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert pairs(dataset) == [("eins", "one"), ("drei", "three")]
+    assert report.empty_source_lines == [2] and (report.num_lines, report.num_kept) == (3, 2)
+
+
+def test_line_counts_that_differ_in_text_say_the_counts_without_the_blank_lines_at_the_end(tmp_path):
+    source = write_lines(tmp_path / "t.de", ["eins", "zwei", "drei", "", ""])
+    target = write_lines(tmp_path / "t.en", ["one", "two", "", "", "", ""])
+    with pytest.raises(InputError) as error:
+        load_parallel_text(source, target, source_lang="de", target_lang="en")
+    assert (f"{source} has 5 lines (3 without the blank lines at its end), {target} has 6 (2 without the blank lines "
+            "at its end). Line i of one must translate line i of the other") in str(error.value)
 
 
 def test_line_separator_inside_a_sentence_does_not_split_it(tmp_path):
@@ -197,6 +220,16 @@ def test_a_text_column_per_language_is_paired_up(tmp_path):
     args.target_lang = "fr"
     with pytest.raises(ValueError, match="or a text column for each language \\('de' and 'fr'\\)"):
         load_translation_datasets(args)
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_json_lines_that_mix_both_row_forms_read_every_row(tmp_path, split):
+    """`{"translation": {...}}` rows and `{"de": ..., "en": ...}` rows in one file: the rows of one form were all
+    left out as "missing or empty"."""
+    rows = [{"translation": {"de": de, "en": en}} if row % 2 else {"de": de, "en": en}
+            for row, (de, en) in enumerate(zip(GERMAN, ENGLISH))]
+    path = write_jsonl(tmp_path / f"{split}.jsonl", rows)
+    assert load_pairs("de", "en", tmp_path, split, **{f"{split}_file": path}) == list(zip(GERMAN, ENGLISH))
 
 
 def test_datasets_saved_with_save_to_disk(tmp_path):
@@ -318,7 +351,7 @@ def test_a_local_folder_with_an_unreadable_file_is_one_message(tmp_path, files, 
 def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog):
     rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
             {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}},
-            {"de": "flach", "en": "a flat row among nested ones"}, {"id": 7},  # no "translation": null there
+            {"de": "flach", "en": ""}, {"id": 7},  # no "translation": its pair is the flat fields, or none
             {"translation": {"de": "\ufeff\u200b", "en": "invisible German"}}]  # blank, as the pipeline reads it
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
@@ -678,6 +711,28 @@ def test_only_training_targets_are_truncated(caplog):
         assert max(len(labels) for labels in tokenized[split]["labels"]) > 3
         assert tokenizer.batch_decode(list(tokenized[split]["labels"]), skip_special_tokens=True) == references
         assert not any(f"{split} targets" in message for message in caplog.messages)
+
+
+def test_tokenizing_leaves_the_tokenizers_truncation_and_padding_as_it_found_them(tmp_path, caplog):
+    """Tokenizing the training targets left their max_length set on the backend tokenizer; a run whose validation
+    map came from the `datasets` cache did not reset it, so the same command saved a tokenizer.json that cut inputs
+    to 256 tokens (`tokenizers.Tokenizer.from_file`) or not, by the state of the cache."""
+    corpus, fresh, _ = tokenized_numbers(caplog)
+    corpus["train_more"] = corpus["train"].select(range(30))
+    for name, dataset in corpus.items():  # from disk, so that `datasets` caches each map
+        dataset.save_to_disk(str(tmp_path / name))
+    corpus = {name: load_from_disk(str(tmp_path / name)) for name in corpus}
+    for train in ("train", "train_more"):  # the second run's validation map is the first run's, from the cache
+        tokenizer = copy.deepcopy(fresh)
+        splits = DatasetDict(train=corpus[train], validation=corpus["validation"])
+        tokenize_translation_datasets(splits, tokenizer, source_lang="de", target_lang="en", max_target_length=32)
+        assert tokenizer.backend_tokenizer.truncation is None and tokenizer.backend_tokenizer.padding is None
+    tokenizer.save_pretrained(tmp_path / "saved")
+    saved = json.loads((tmp_path / "saved/tokenizer.json").read_text(encoding="utf-8"))
+    assert saved["truncation"] is None and saved["padding"] is None
+    tokenizer.backend_tokenizer.enable_truncation(512)  # a tokenizer that comes with its own keeps it
+    tokenize_translation_datasets(DatasetDict(train=corpus["train"]), tokenizer, source_lang="de", target_lang="en")
+    assert tokenizer.backend_tokenizer.truncation["max_length"] == 512
 
 
 def test_multi30k_prefixes_load_aligned():

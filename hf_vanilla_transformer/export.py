@@ -28,7 +28,7 @@ from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .conversion import converted_marian
 from .errors import InputError
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
-from .tokenization import load_tokenizer
+from .tokenization import check_tokenizer_fits_model, load_tokenizer
 
 
 # transformers activation name -> ctranslate2 Activation member name
@@ -89,6 +89,8 @@ def _load(model_or_dir):
             model = converted_marian(MarianMTModel.from_pretrained(model_or_dir), str(model_or_dir))
         else:
             model = VanillaTransformerForConditionalGeneration.from_pretrained(model_or_dir)
+        if tokenizer is not None:
+            check_tokenizer_fits_model(tokenizer, model.config.vocab_size, model_or_dir)
         return model, tokenizer
     raise TypeError(
         "export_ctranslate2 expects a VanillaTransformerForConditionalGeneration, a MarianMTModel or a directory "
@@ -109,11 +111,7 @@ def placeholder_vocabulary(config) -> list[str]:
 
 def _vocabulary(config, tokenizer, vocabulary: Sequence[str] | None) -> list[str]:
     if vocabulary is None and tokenizer is not None:
-        by_id = {index: token for token, index in tokenizer.get_vocab().items()}
-        if max(by_id) >= config.vocab_size:
-            raise ValueError(
-                f"The tokenizer has token id {max(by_id)}, outside the model's vocabulary of {config.vocab_size}."
-            )
+        by_id = {index: token for token, index in tokenizer.get_vocab().items()}  # within it: `_load` checked
         vocabulary = [by_id.get(i, f"<id_{i}>") for i in range(config.vocab_size)]
     if vocabulary is None:
         return placeholder_vocabulary(config)

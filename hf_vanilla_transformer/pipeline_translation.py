@@ -178,7 +178,9 @@ def translate_sentences(translator, sentences, *, batch_size=32, progress=False,
     """Translate `sentences` with `translator` (a `TranslationPipeline`) in batches of similar length, longest
     first, and return one line per sentence in input order: blank sentences stay blank, line breaks in a
     translation become spaces. `progress` shows a tqdm bar on stderr, or is one to advance and leave open: a caller
-    translating a file in parts shows one bar over the whole file."""
+    translating a file in parts shows one bar over the whole file. The bar advances a batch at a time, when the
+    batch's first result comes out: the pipeline translates the whole batch for it, and the rest follow at once
+    (advanced one by one, it read 1/200 after the first batch, and an ETA 32 times too long)."""
     from contextlib import nullcontext
 
     from tqdm.auto import tqdm
@@ -192,9 +194,11 @@ def translate_sentences(translator, sentences, *, batch_size=32, progress=False,
     own_bar = not hasattr(progress, "update")
     with tqdm(total=len(order), unit="sentence", disable=not progress) if own_bar else nullcontext(progress) as bar:
         outputs = translator((sentences[i] for i in order), batch_size=batch_size, **call_kwargs)
-        for i, records in zip(order, outputs):
+        step = batch_size or 1
+        for done, (i, records) in enumerate(zip(order, outputs)):
             translations[i] = records[0]["translation_text"]  # one line: the pipeline leaves no line breaks
-            bar.update(1)
+            if done % step == 0:
+                bar.update(min(step, len(order) - done))
     return translations
 
 

@@ -236,3 +236,20 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
             "tokenizer the model was trained with beside it (`tokenizer.push_to_hub(...)`, or scripts/push_to_hub.py "
             "on the training run's folder)."
         ) from error
+
+
+def check_tokenizer_fits_model(tokenizer, vocab_size: int, name: str | Path) -> None:
+    """InputError where `tokenizer` has ids past the model's vocabulary of `vocab_size` (`name`: the model's folder
+    or Hub id): another tokenizer than the one it was trained with, whose ids mean other words, and whose larger ids
+    failed deep in the model, or in the export, with a traceback. Called where a script loads the two."""
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    if largest < vocab_size:
+        return
+    if Path(name).is_dir():
+        remedy = f'Save the tokenizer the model was trained with into {name} (`tokenizer.save_pretrained("{name}")`).'
+    else:
+        remedy = f'Push the tokenizer the model was trained with to {name} (`tokenizer.push_to_hub("{name}")`).'
+    raise InputError(
+        f"The tokenizer of {name} has ids up to {largest} and the model a vocabulary of {vocab_size} (ids 0 to "
+        f"{vocab_size - 1}): it is not the tokenizer the model learned, whose ids would mean other words. {remedy}"
+    )

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
     from hf_vanilla_transformer.errors import InputError, MissingFileError
     from hf_vanilla_transformer.hub import loading_from, model_location
-    from hf_vanilla_transformer.tokenization import load_tokenizer
+    from hf_vanilla_transformer.tokenization import check_tokenizer_fits_model, load_tokenizer
     from hf_vanilla_transformer.visualization import (
         check_choices,
         compute_attention,
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     try:
         with loading_from(args.model):
             tokenizer = load_tokenizer(location, revision=args.revision)
+            check_tokenizer_fits_model(tokenizer, config.vocab_size, args.model)  # before the model loads
             model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
     except (MissingFileError, InputError) as error:
         parser.error(str(error))

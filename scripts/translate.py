@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import math
 import os
 import re
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     from hf_vanilla_transformer.errors import InputError, usable_device
     from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.pipeline_translation import TASK
-    from hf_vanilla_transformer.tokenization import load_tokenizer
+    from hf_vanilla_transformer.tokenization import check_tokenizer_fits_model, load_tokenizer
 
     try:
         model = model_location(args.model, args.revision)
@@ -261,6 +262,7 @@ def main(argv: list[str] | None = None) -> None:
         with loading_from(args.model):  # each apart: the pipeline would hide why a model or tokenizer failed to load
             tokenizer = load_tokenizer(model, revision=args.revision)
             loaded = AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision)
+        check_tokenizer_fits_model(tokenizer, loaded.config.vocab_size, args.model)
         if isinstance(loaded, MarianMTModel):  # an opus-mt model: the same function, on this package's fast paths
             try:  # (packed CPU weights, --quantize int8)
                 loaded = converted_marian(loaded, args.model)
@@ -293,7 +295,8 @@ file. A file of this many lines or fewer is batched as one."""
 def translate_in_windows(translator, lines: list[str], args: argparse.Namespace, parser: argparse.ArgumentParser,
                          generate_kwargs: dict) -> None:
     """Translate `lines` BUFFER_LINES at a time, under one progress bar, writing each lot's translations when they
-    are done. Ctrl-C raises a KeyboardInterrupt that says how many were written, for run_command to print."""
+    are done. Ctrl-C raises a KeyboardInterrupt that says how many were written, for run_command to print, even one
+    that Python dropped (`interrupt_not_lost`)."""
     from tqdm.auto import tqdm
 
     from hf_vanilla_transformer.pipeline_translation import translate_sentences
@@ -301,19 +304,63 @@ def translate_in_windows(translator, lines: list[str], args: argparse.Namespace,
     window = max(BUFFER_LINES, args.batch_size)
     written = 0
     try:
-        with open_output(args, parser) as output, \
+        with interrupt_not_lost() as check_interrupt, open_output(args, parser) as output, \
                 tqdm(total=sum(1 for line in lines if line.strip()), unit="sentence", disable=args.quiet) as bar:
+            gc.collect()  # transformers' import-time garbage, now rather than mid-translation
+            check_interrupt()
+            progress = CheckingBar(bar, check_interrupt)
             for start in range(0, len(lines), window):
                 part = lines[start : start + window]
-                translations = translate_sentences(translator, part, batch_size=args.batch_size, progress=bar,
+                translations = translate_sentences(translator, part, batch_size=args.batch_size, progress=progress,
                                                    **generate_kwargs)
                 with interrupt_held(output if output is not None else sys.stdout):
                     if not write_translations(translations, output, args, parser):
                         return
                     written += len(translations)
+                check_interrupt()
     except KeyboardInterrupt as interrupt:
         where = f"are in {args.output}" if args.output != "-" else "were written"
         raise KeyboardInterrupt(f"the first {written} of {len(lines)} translations {where}.") from interrupt
+
+
+@contextlib.contextmanager
+def interrupt_not_lost():
+    """Yield a function that raises KeyboardInterrupt if Ctrl-C was pressed in the block, to call between batches.
+    Python raises Ctrl-C's KeyboardInterrupt wherever the main thread is; in a `__del__` that the garbage collector
+    runs (regex's Group.__del__, on transformers' import-time garbage) it prints "Exception ignored" and drops it,
+    and the run translated everything and exited 0. This SIGINT handler notes each press before it raises. Where
+    SIGINT is not Python's (ignored in a background job, a caller's own handler), or off the main thread, no
+    handler is set and the function checks nothing."""
+    pressed = []
+
+    def on_sigint(number, frame):
+        pressed.append(number)
+        raise KeyboardInterrupt
+
+    def check():
+        if pressed:
+            raise KeyboardInterrupt
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield check
+        return
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class CheckingBar:
+    """A progress bar that calls `check` after each update, which translate_sentences makes once a batch."""
+
+    def __init__(self, bar, check):
+        self.bar, self.check = bar, check
+
+    def update(self, n=1):
+        self.bar.update(n)
+        self.check()
 
 
 @contextlib.contextmanager

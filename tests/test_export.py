@@ -217,6 +217,27 @@ def test_refusals(tmp_path):
         export_ctranslate2(model, tmp_path / "c")
 
 
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(tmp_path, monkeypatch, capsys):
+    """A tokenizer saved into a model's folder with ids past the model's vocabulary (another one than the model
+    learned) was a ValueError's traceback, status 1: now the one line of a user's mistake, status 2."""
+    from hf_vanilla_transformer.errors import DEBUG_VARIABLE, run_command
+    from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+
+    VanillaTransformerForConditionalGeneration(tiny_config()).save_pretrained(tmp_path / "model")
+    tokenizer = train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=260)
+    tokenizer.save_pretrained(tmp_path / "model")
+    monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2")]),
+                    name="export_ctranslate2.py")
+    assert exit_info.value.code == 2 and capsys.readouterr().err.splitlines()[-1] == (  # after any loading bars
+        f"export_ctranslate2.py: error: The tokenizer of {tmp_path / 'model'} has ids up to {len(tokenizer) - 1} and "
+        "the model a vocabulary of 99 (ids 0 to 98): it is not the tokenizer the model learned, whose ids would mean "
+        f"other words. Save the tokenizer the model was trained with into {tmp_path / 'model'} "
+        f"(`tokenizer.save_pretrained(\"{tmp_path / 'model'}\")`).")
+    assert not (tmp_path / "ct2").exists()
+
+
 def test_only_an_earlier_export_is_ever_replaced(tmp_path):
     """The output folder is deleted and rewritten only when it holds an earlier export: the model's own folder, a
     folder of runs or a file is refused, and left as it was."""

@@ -175,6 +175,27 @@ def test_translate_sentences_keeps_order_and_blank_lines(translator, reference):
     assert translate_sentences(translator, []) == []
 
 
+def test_the_progress_bar_advances_a_batch_at_a_time(translator, monkeypatch):
+    """A batch's translations come out of the pipeline together, once the whole batch is translated: advanced one by
+    one, a bar of 200 sentences read 1/200 after the first batch of 32, with an ETA 32 times too long."""
+    generate = translator.model.generate
+    batches = []
+
+    def counting(*args, **kwargs):
+        batches.append(len(kwargs["input_ids"]))
+        return generate(*args, **kwargs)
+
+    class Bar:
+        updates = []
+
+        def update(self, n=1):
+            self.updates.append((n, len(batches)))  # how many sentences, after how many batches
+
+    monkeypatch.setattr(translator.model, "generate", counting)
+    translate_sentences(translator, [*SOURCES, "", SOURCES[0]], batch_size=2, progress=Bar())
+    assert batches == [2, 2, 1] and Bar.updates == [(2, 1), (2, 2), (1, 3)]  # the blank line is no sentence to count
+
+
 def test_every_save_pretrained_ships_the_pipeline(tmp_path):
     """A model saved by its own save_pretrained (not only by the training script) carries the pipeline's code and
     names it in config.json; other custom pipelines there are kept."""

@@ -202,6 +202,29 @@ def test_choices_are_checked_before_the_model_loads_and_nothing_is_written(model
     assert not (tmp_path / "plots").exists()
 
 
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(model_dir, tmp_path, monkeypatch, capsys):
+    """Another tokenizer saved into a model's folder, with ids past the model's vocabulary, failed in the model with
+    a traceback (`input_ids` holds ids outside the vocabulary), status 1: now one line, before the model loads."""
+    import shutil
+
+    folder = shutil.copytree(model_dir, tmp_path / "model")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_tokens(["Hund"])  # an id the model has no embedding for
+    tokenizer.save_pretrained(folder)
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_loading)
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("plot_attention").main([str(folder), SENTENCE, "-o", str(tmp_path / "plots")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1
+    assert f"has ids up to {len(tokenizer) - 1} and the model a vocabulary of {len(tokenizer) - 1}" in err
+    assert f"Save the tokenizer the model was trained with into {folder}" in err
+    assert not (tmp_path / "plots").exists()
+
+
 def test_a_layer_head_or_dimension_given_twice_is_drawn_once(maps):
     from hf_vanilla_transformer.visualization import attention_figure, check_choices, positional_encoding_figure
 

@@ -394,6 +394,67 @@ def test_ctrl_c_keeps_the_translations_written_so_far(script, model_dir, expecte
     assert capsys.readouterr().err == f"\ntranslate.py: interrupted: the first 4 of 6 translations are in {output}.\n"
 
 
+@pytest.mark.parametrize("where", ["at the end of the first lot", "before the second lot's first batch"])
+def test_a_ctrl_c_that_python_drops_stops_the_run_all_the_same(script, model_dir, expected, tmp_path, monkeypatch,
+                                                               capsys, where):
+    """Ctrl-C while the garbage collector ran a __del__ (regex's Group.__del__, on transformers' import-time garbage)
+    raised its KeyboardInterrupt there, where Python prints "Exception ignored" and drops it: the run translated
+    everything and exited 0. The press is noted too, and the run stops at the next batch or lot, with what was
+    written kept and status 130, and Python's own SIGINT handler back."""
+    translate = pipeline_translation.translate_sentences
+    lots = []
+
+    def dropped_ctrl_c():
+        try:  # as a __del__ run by the garbage collector would
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass
+
+    def ctrl_c_dropped(translator, sentences, **kwargs):
+        lots.append(sentences)
+        if len(lots) == 2 and where.startswith("before"):
+            dropped_ctrl_c()
+        translations = translate(translator, sentences, **kwargs)
+        if len(lots) == 1 and where.startswith("at the end"):
+            dropped_ctrl_c()
+        return translations
+
+    monkeypatch.setattr(pipeline_translation, "translate_sentences", ctrl_c_dropped)
+    monkeypatch.setattr(script, "BUFFER_LINES", 4, raising=False)
+    monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: script.main([str(model_dir), str(source), "-o", str(output), "--batch_size", "2", "-q"]),
+                    name="translate.py")
+    assert exit_info.value.code == 130 and len(lots) == (1 if where.startswith("at the end") else 2)
+    assert output.read_text(encoding="utf-8") == "".join(line + "\n" for line in expected[:4])
+    assert capsys.readouterr().err == f"\ntranslate.py: interrupted: the first 4 of 6 translations are in {output}.\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(script, model_dir, tmp_path, capsys):
+    """Another tokenizer saved into a model's folder, with ids past the model's vocabulary, failed deep in the model
+    with a traceback (`input_ids` holds ids outside the vocabulary), status 1."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = shutil.copytree(model_dir, tmp_path / "model")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_tokens(["Hund", "Kinder"])  # ids the model has no embeddings for
+    tokenizer.save_pretrained(folder)
+    (tmp_path / "in.txt").write_text(SOURCES[0] + "\n")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(folder), str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "-q"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
+    size = len(tokenizer) - 2
+    assert f"has ids up to {size + 1} and the model a vocabulary of {size} (ids 0 to {size - 1})" in err
+    assert f"Save the tokenizer the model was trained with into {folder}" in err
+    assert not (tmp_path / "out.txt").exists()
+
+
 def test_a_long_input_is_translated_and_written_a_lot_at_a_time(script, model_dir, expected, monkeypatch, capsys):
     """Lots of BUFFER_LINES lines, each sorted by length in itself, give the translations of one call over the whole
     input, in input order; each lot is written before the next is translated (a lot of blank lines too), under one

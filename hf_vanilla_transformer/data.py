@@ -1172,7 +1172,7 @@ def number_words_normalizer():
     from tokenizers import normalizers
 
     spellings = (("ä", "ae"), ("ö", "oe"), ("ü", "ue"), ("ß", "ss"))
-    spelt = [normalizers.Replace(letter, ascii) for letter, ascii in spellings]
+    spelt = [normalizers.Replace(letter, spelling) for letter, spelling in spellings]
     return normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase(), *spelt])
 
 

@@ -67,11 +67,11 @@ def push_model_dir(
 
     The folder may be a Trainer checkpoint: then a card it lacks takes the run's card inputs (`checkpoint_card`).
     The folder is left as it is: the translation pipeline (`save_translation_pipeline`) and the model card rendered
-    again with the repository's id and branch (`update_model_card`, with `card_overrides`; an existing README.md without saved
-    card inputs is kept) go into a staging copy (`stage_upload`), with the model's code and `auto_map` where the
-    folder lacks them (`add_model_code`). Creates the repository if needed (`private=None` keeps the Hub's default
-    or the existing visibility; `private=True` makes an existing public repository private, with a warning) and the
-    branch `revision` if it does not exist. Returns the commit's info.
+    again with the repository's id and branch (`update_model_card`, with `card_overrides`; an existing README.md
+    without saved card inputs is kept) go into a staging copy (`stage_upload`), with the model's code and
+    `auto_map` where the folder lacks them (`add_model_code`). Creates the repository if needed (`private=None`
+    keeps the Hub's default or the existing visibility; `private=True` makes an existing public repository
+    private, with a warning) and the branch `revision` if it does not exist. Returns the commit's info.
     """
     model_dir = Path(model_dir)
     check_model_dir(model_dir)

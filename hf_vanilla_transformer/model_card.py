@@ -9,7 +9,9 @@ loading with and without the package, limitations. What the card was rendered fr
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import numbers
 import os
 import re
@@ -21,7 +23,10 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from .errors import first_line
 from .modeling_vanilla_transformer import PAPER_DECODING
+
+logger = logging.getLogger(__name__)
 
 TEMPLATE_PATH = Path(str(resources.files("hf_vanilla_transformer.model_cards") / "translation_model_card.md"))
 CARD_INPUTS_FILE = "model_card_inputs.json"
@@ -238,7 +243,9 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     Returns the README path."""
     model_dir = Path(model_dir)
     card = create_model_card(model_dir, **card_kwargs)
-    inputs = {key: value for key, value in card_kwargs.items() if key not in ("training_args", "template_path")}
+    # a push's own settings stay out: the folder's card is rendered again for each push
+    inputs = {key: value for key, value in card_kwargs.items()
+              if key not in ("training_args", "template_path", "revision")}
     for key in ("base_model", "tokenizer_from"):  # published with the model: a folder here by its name alone
         if name := _local_folder_name(inputs.get(key)):
             inputs[key] = f"./{name}"  # which no Hub id looks like: rendered again, it is still a local folder's
@@ -254,7 +261,11 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     if inputs.get("metrics") is not None:
         inputs["metrics"] = {key: _plain(value) for key, value in inputs["metrics"].items()}
     inputs["tags"] = list(inputs.get("tags", ()))
-    inputs["license"] = card.data.license  # as found: rendered again, a base model's folder is no longer at hand
+    # the license given or found (a base model's folder is no longer at hand when the card is rendered again), not
+    # the default: a push from where the Hub can be reached looks again
+    config = _read_json(model_dir / "config.json")
+    inputs["license"] = card_kwargs.get("license") or _inherited_license(card_kwargs.get("base_model"),
+                                                                          config.get("converted_from"))
     (model_dir / CARD_INPUTS_FILE).write_text(json.dumps(inputs, indent=2, default=str) + "\n", encoding="utf-8")
     card.save(model_dir / "README.md")
     return model_dir / "README.md"
@@ -279,19 +290,33 @@ def update_model_card(model_dir: str | os.PathLike, **overrides) -> Path | None:
 
 def _inherited_license(*models: str | None) -> str | None:
     """The license in the card of the first of `models` (folders or Hub ids) that has a card saying one."""
-    for name in filter(None, models):
+    return next(filter(None, map(_card_license, dict.fromkeys(filter(None, models)))), None)
+
+
+def _card_license(name: str) -> str | None:
+    """The license that the card of `name` (a folder here, or a Hub id) says, or None. "./name" is the name a
+    published card gives a folder of the machine it was made on: nothing to look up."""
+    if name.startswith("./"):
+        return None
+    if (Path(name) / "README.md").is_file():
         try:
-            if (Path(name) / "README.md").is_file():
-                license = ModelCard.load(Path(name) / "README.md").data.license
-            elif _is_hub_id(name) and not Path(name).exists():
-                license = ModelCard.load(name).data.license  # offline, or no card there: an error, passed over
-            else:
-                continue
-        except Exception:  # noqa: BLE001 - an unreadable card says no license; the default stands
-            continue
-        if license:
-            return license
-    return None
+            return ModelCard.load(Path(name) / "README.md").data.license
+        except Exception:  # noqa: BLE001 - a README without metadata says no license
+            return None
+    return _hub_card_license(name) if _is_hub_id(name) and not Path(name).exists() else None
+
+
+@functools.lru_cache(maxsize=16)
+def _hub_card_license(repo_id: str) -> str | None:
+    """The license on the Hub card of `repo_id`, looked up once a process: a run renders its card twice, and without
+    network huggingface_hub retries for many seconds."""
+    try:
+        return ModelCard.load(repo_id).data.license
+    except Exception as error:  # noqa: BLE001 - offline, no card, no metadata: the card says the default
+        logger.warning("Could not read the license on %s's card (%s): the model card says %s until it is rendered "
+                       "again where the Hub can be reached (push_to_hub.py does), or is given one (--license).",
+                       repo_id, first_line(error), DEFAULT_LICENSE)
+        return None
 
 
 def _template_path() -> Path:

@@ -253,6 +253,28 @@ def test_a_fine_tuned_model_keeps_its_base_models_license(model_dir, tmp_path):
     assert create_model_card(model_dir, base_model="Helsinki-NLP/opus-mt-en-de").data.license == "apache-2.0"  # offline
 
 
+def test_a_license_not_found_offline_is_looked_up_again_at_the_next_render(model_dir, tmp_path, monkeypatch, caplog):
+    """Fine-tuned offline from a Hub model, the card said apache-2.0 and saved it as found: a push from a machine
+    online kept it, where the base model's card says CC-BY 4.0."""
+    from hf_vanilla_transformer import model_card
+
+    folder = tmp_path / "tuned"
+    shutil.copytree(model_dir, folder)
+    model_card._hub_card_license.cache_clear()
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.model_card"):
+        save_model_card(folder, base_model="Helsinki-NLP/opus-mt-en-de", revision="v1")  # HF_HUB_OFFLINE=1 here
+    assert ModelCard.load(folder / "README.md").data.license == "apache-2.0"
+    assert "Could not read the license on Helsinki-NLP/opus-mt-en-de's card" in caplog.text
+    saved = json.loads((folder / CARD_INPUTS_FILE).read_text())
+    assert saved["license"] is None and "revision" not in saved  # neither is the folder's: a push renders them again
+    model_card._hub_card_license.cache_clear()  # a later process, online
+    monkeypatch.setattr(model_card.ModelCard, "load", lambda name: ModelCard("---\nlicense: cc-by-4.0\n---\n"))
+    update_model_card(folder, repo_id="user/tuned")
+    monkeypatch.undo()
+    assert ModelCard.load(folder / "README.md").data.license == "cc-by-4.0"
+    model_card._hub_card_license.cache_clear()
+
+
 def test_a_card_pushed_to_a_branch_loads_that_branch(model_dir):
     """Pushed with --revision v1 to a new repository, the card's code loaded main, which held no model."""
     text = create_model_card(model_dir, repo_id="user/m", revision="v1").text

@@ -704,7 +704,7 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
             raise InputError(
                 f"{', '.join(ignored)} {'shape' if len(ignored) > 1 else 'shapes'} a new model, but "
                 f"--model_name_or_path {model_args.model_name_or_path} "
-                "fine-tunes a model that has its size and vocabulary already: leave them out (--dropout may be "
+                "loads a trained model, which has its size and vocabulary already: leave them out (--dropout may be "
                 "changed), or leave out --model_name_or_path to train a new model."
             )
         return
@@ -1302,7 +1302,7 @@ def average_last_checkpoints(trainer) -> int:
     trainer.accelerator.wait_for_everyone()  # every checkpoint is on disk
     checkpoints = [c for c in run_checkpoints(args.output_dir) if is_complete_checkpoint(c)]
     checkpoints = checkpoints[-args.average_last_checkpoints :]
-    if len(checkpoints) < args.average_last_checkpoints:
+    if len(checkpoints) < args.average_last_checkpoints and trainer.is_world_process_zero():  # once, not per process
         logger.warning(
             "--average_last_checkpoints %d, but the run saved only %d complete checkpoint%s: averaging %s.",
             args.average_last_checkpoints, len(checkpoints), "" if len(checkpoints) == 1 else "s",

@@ -68,8 +68,6 @@ def main(argv: list[str] | None = None):
         parser.error(str(error).replace("the token flag", "--token"))
     card_overrides = {key: value for key in ("source_lang", "target_lang", "dataset_name", "license")
                       if (value := getattr(args, key)) is not None}
-    if left_out := left_out_of_push(args.model_dir):
-        print(f"Not uploaded (training state, checkpoints, private _* files): {', '.join(left_out)}", file=sys.stderr)
     try:
         commit = push_model_dir(
             args.model_dir,
@@ -87,6 +85,8 @@ def main(argv: list[str] | None = None):
         if message is None:
             raise
         parser.error(message)
+    if left_out := left_out_of_push(args.model_dir):  # said once pushed: a refused push uploads nothing at all
+        print(f"Not uploaded (training state, checkpoints, private _* files): {', '.join(left_out)}", file=sys.stderr)
     print(commit.pr_url or commit.commit_url)
     return commit
 

@@ -137,7 +137,8 @@ def a_model_fine_tuned_for_no_step(tmp):
 def fine_tuning_with_size_flags(tmp):  # they were silently ignored: the fine-tuned model keeps its size
     model = make_tiny_model_dir(tmp / "model")
     return ["--model_name_or_path", model, "--d_model", "64", "--vocab_size", "1000"], [
-        "--d_model, --vocab_size shape a new model", "leave them out (--dropout may be changed)"]
+        "--d_model, --vocab_size shape a new model", "loads a trained model, which has its size",
+        "leave them out (--dropout may be changed)"]  # "fine-tunes" was wrong where --do_train false only scores it
 
 
 def a_preset_and_a_config(tmp):

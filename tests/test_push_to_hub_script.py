@@ -214,6 +214,7 @@ def test_network_failure_during_upload_is_one_message(run_dir, monkeypatch, caps
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "Cannot reach the Hub" in error and "model.safetensors" in error
     assert "Traceback" not in error
+    assert "Not uploaded" not in error  # nothing was: the files left out are named after a push, not before a refusal
 
 
 def test_the_card_of_a_checkpoint_of_an_unfinished_run_does_not_guess(run_dir):

@@ -995,3 +995,20 @@ def test_a_bleu_tokenizer_whose_download_fails_is_one_message(tmp_path, monkeypa
     with pytest.raises(InputError, match="--bleu_tokenize: BLEU's 'flores200' tokenizer needs its SentencePiece model"
                                          r".* \(13a, intl, char, zh\)"):
         parse_arguments(flags)
+
+
+@pytest.mark.parametrize("main_process", [True, False])
+def test_too_few_checkpoints_to_average_is_said_once_not_by_every_process(tmp_path, caplog, main_process):
+    """Under torchrun every rank warned that the run saved fewer checkpoints than --average_last_checkpoints."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer.training import average_last_checkpoints
+
+    trainer = SimpleNamespace(
+        args=SimpleNamespace(output_dir=str(tmp_path), average_last_checkpoints=3),
+        accelerator=SimpleNamespace(wait_for_everyone=lambda: None),
+        is_world_process_zero=lambda: main_process,
+    )
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        assert average_last_checkpoints(trainer) == 0
+    assert ("--average_last_checkpoints 3, but the run saved only 0" in caplog.text) is main_process

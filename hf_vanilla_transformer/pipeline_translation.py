@@ -151,8 +151,9 @@ _WITHOUT_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE_CHARACTERS))
 def normalize_whitespace(text: str) -> str:
     """`text` without the whitespace around it, each run of spaces, tabs or other whitespace inside it made one
     space: the form of every target sentence this package trains on, and of every translation it writes, so that
-    the model writes what the corpus writes (its Unicode form included), and references are scored as they are."""
-    return " ".join(text.split())
+    the model writes what the corpus writes (its Unicode form included), and references are scored as they are.
+    A byte order mark (U+FEFF) goes too: inside a file it is the start of another one joined on (`cat`), no text."""
+    return " ".join(text.replace("\ufeff", "").split())
 
 
 def normalize_text(text: str) -> str:

@@ -288,6 +288,7 @@ def test_sources_and_translations_are_normalized_as_the_training_data_is():
 
     hindi = "\u095c\u095d\u095e"
     assert normalize_whitespace(f" \t{hindi}  \u0921\u093c\n") == f"{hindi} \u0921\u093c"
+    assert normalize_whitespace("\ufeffZwei Hunde \ufeff spielen.") == "Zwei Hunde spielen."  # files joined by cat
     assert normalize_text(f" \ufeff{hindi}\u200b ") == "\u0921\u093c\u0922\u093c\u092b\u093c"  # NFC decomposes them
     joined = "\U0001f468\u200d\U0001f469 \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # emoji ZWJ, Persian ZWNJ
     assert normalize_text(joined) == joined

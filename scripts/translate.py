@@ -260,8 +260,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {device}).")
     try:
         with loading_from(args.model):  # each apart: the pipeline would hide why a model or tokenizer failed to load
-            tokenizer = load_tokenizer(model, revision=args.revision)
+            # the model first: a Hub repo (or branch) with neither is said to have no model, not no tokenizer
             loaded = AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision)
+            tokenizer = load_tokenizer(model, revision=args.revision)
         check_tokenizer_fits_model(tokenizer, loaded.config.vocab_size, args.model)
         if isinstance(loaded, MarianMTModel):  # an opus-mt model: the same function, on this package's fast paths
             try:  # (packed CPU weights, --quantize int8)

@@ -455,6 +455,28 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(script, model
     assert not (tmp_path / "out.txt").exists()
 
 
+def test_a_hub_repo_without_a_model_says_so_not_that_it_lacks_a_tokenizer(script, tmp_path, monkeypatch, capsys):
+    """A model pushed to a branch left main with only .gitattributes: translate.py on main said it had no
+    tokenizer, which sent the user looking for the wrong file."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    from hf_vanilla_transformer import tokenization
+
+    def no_model(*args, **kwargs):
+        raise OSError("user/numbers does not appear to have a file named config.json.")
+
+    def no_tokenizer(*args, **kwargs):
+        raise InputError("user/numbers has no tokenizer.")
+
+    monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_model)
+    monkeypatch.setattr(tokenization, "load_tokenizer", no_tokenizer)
+    (tmp_path / "in.txt").write_text(SOURCES[0] + "\n")
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["user/numbers", str(tmp_path / "in.txt"), "-q"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "config.json" in err and "tokenizer" not in err, err
+
+
 def test_a_long_input_is_translated_and_written_a_lot_at_a_time(script, model_dir, expected, monkeypatch, capsys):
     """Lots of BUFFER_LINES lines, each sorted by length in itself, give the translations of one call over the whole
     input, in input order; each lot is written before the next is translated (a lot of blank lines too), under one

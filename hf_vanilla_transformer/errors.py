@@ -45,6 +45,11 @@ INTERRUPTED_STATUS = 130
 """The shell's status for a command stopped by Ctrl-C (128 + SIGINT)."""
 
 
+def debugging() -> bool:
+    """Whether HF_VANILLA_TRANSFORMER_DEBUG asks for tracebacks instead of one-line messages."""
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+
+
 def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
     """Call `main()`; on a user error print `<name>: error: <message>` to stderr and exit with status 2, and on
     Ctrl-C print `<name>: interrupted` (with what the interrupt's message says, e.g. how to resume) and exit with
@@ -56,7 +61,7 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
     for stream in (sys.stdout, sys.stderr):
         if stream is not None and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    debug = os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")
+    debug = debugging()
     try:
         return main()
     except USER_ERRORS as error:

@@ -80,9 +80,9 @@ def refuse(parser: argparse.ArgumentParser, error: Exception, message: str | Non
     """parser.error's one line (`message`, or the error's own) and exit status 2 for a mistake of the user's; with
     HF_VANILLA_TRANSFORMER_DEBUG set, `error` is raised instead, so that its traceback shows, as run_command shows
     those raised through it."""
-    from hf_vanilla_transformer.errors import DEBUG_VARIABLE
+    from hf_vanilla_transformer.errors import debugging
 
-    if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+    if debugging():
         raise error
     parser.error(message or str(error))
 

@@ -16,7 +16,7 @@ import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer import packed_linear, pipeline_translation
 from hf_vanilla_transformer.errors import DEBUG_VARIABLE, InputError, run_command
 from hf_vanilla_transformer.pipeline_translation import TASK
-from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
+from tiny_translation_model import SOURCES, make_tiny_model_dir
 
 REPO = Path(__file__).resolve().parents[1]
 LINES = [SOURCES[2], SOURCES[0], "", SOURCES[1], SOURCES[3], SOURCES[0]]
@@ -36,7 +36,10 @@ def expected(model_dir):
 
 @pytest.fixture(scope="module")
 def script():
-    return load_script("translate")
+    """scripts/translate.py's code: its main(argv), and the functions it is made of."""
+    from hf_vanilla_transformer import file_translation
+
+    return file_translation
 
 
 def test_file_to_output_file_in_input_order(script, model_dir, expected, tmp_path, capsys):
@@ -75,8 +78,8 @@ def test_lines_are_split_at_line_feeds_only(script, tmp_path, monkeypatch):
     assert script.read_lines("-") == lines
     (tmp_path / "last.txt").write_bytes(b"no final line feed")
     assert script.read_lines(str(tmp_path / "last.txt")) == ["no final line feed"]
-    piped = subprocess.run([sys.executable, "-c", "import runpy, sys; sys.argv = ['translate.py']; "
-                            f"print(runpy.run_path({str(REPO / 'scripts' / 'translate.py')!r})['read_lines']('-'))"],
+    piped = subprocess.run([sys.executable, "-c", "from hf_vanilla_transformer.file_translation import read_lines; "
+                            "print(read_lines('-'))"],
                            input=text.encode("utf-8"), capture_output=True, check=True)
     assert piped.stdout.decode("utf-8").strip() == repr(lines)  # real standard input: bytes, not universal newlines
 
@@ -111,7 +114,7 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
     int8_expected = [" ".join(translator(line)[0]["translation_text"].split()) if line else "" for line in LINES]
     quantized = []
     quantize = packed_linear.quantize_int8
-    monkeypatch.setattr(packed_linear, "quantize_int8", lambda model: quantized.append(model) or quantize(model))
+    monkeypatch.setattr(script, "quantize_int8", lambda model: quantized.append(model) or quantize(model))
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(LINES)))
     script.main([str(model_dir), "-q", "--quantize", "int8", "--device", "cpu"])
     assert capsys.readouterr().out.splitlines() == int8_expected
@@ -380,7 +383,7 @@ def test_ctrl_c_keeps_the_translations_written_so_far(script, model_dir, expecte
             raise KeyboardInterrupt
         return translate(translator, sentences, **kwargs)
 
-    monkeypatch.setattr(pipeline_translation, "translate_sentences", ctrl_c_in_the_second_lot)
+    monkeypatch.setattr(script, "translate_sentences", ctrl_c_in_the_second_lot)
     monkeypatch.setattr(script, "BUFFER_LINES", 4, raising=False)
     monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
@@ -419,7 +422,7 @@ def test_a_ctrl_c_that_python_drops_stops_the_run_all_the_same(script, model_dir
             dropped_ctrl_c()
         return translations
 
-    monkeypatch.setattr(pipeline_translation, "translate_sentences", ctrl_c_dropped)
+    monkeypatch.setattr(script, "translate_sentences", ctrl_c_dropped)
     monkeypatch.setattr(script, "BUFFER_LINES", 4, raising=False)
     monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
@@ -460,8 +463,6 @@ def test_a_hub_repo_without_a_model_says_so_not_that_it_lacks_a_tokenizer(script
     tokenizer, which sent the user looking for the wrong file."""
     from transformers import AutoModelForSeq2SeqLM
 
-    from hf_vanilla_transformer import tokenization
-
     def no_model(*args, **kwargs):
         raise OSError("user/numbers does not appear to have a file named config.json.")
 
@@ -469,7 +470,7 @@ def test_a_hub_repo_without_a_model_says_so_not_that_it_lacks_a_tokenizer(script
         raise InputError("user/numbers has no tokenizer.")
 
     monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_model)
-    monkeypatch.setattr(tokenization, "load_tokenizer", no_tokenizer)
+    monkeypatch.setattr(script, "load_tokenizer", no_tokenizer)
     (tmp_path / "in.txt").write_text(SOURCES[0] + "\n")
     with pytest.raises(SystemExit) as exit_info:
         script.main(["user/numbers", str(tmp_path / "in.txt"), "-q"])
@@ -488,7 +489,7 @@ def test_a_long_input_is_translated_and_written_a_lot_at_a_time(script, model_di
         captured.append(capsys.readouterr())
         return translate(translator, sentences, **kwargs)
 
-    monkeypatch.setattr(pipeline_translation, "translate_sentences", recording)
+    monkeypatch.setattr(script, "translate_sentences", recording)
     monkeypatch.setattr(script, "BUFFER_LINES", 2, raising=False)
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join([*LINES, "", "  ", LINES[0]])))
     script.main([str(model_dir), "--batch_size", "2"])

@@ -84,6 +84,15 @@ def one_line_errors(parser):
     return parser
 
 
+def command_parser(doc: str):
+    """The argparse parser of a command whose module docstring is `doc`: its first line the description, the rest
+    (the examples) the epilog, shown as written; errors in one line (`one_line_errors`)."""
+    import argparse
+
+    return one_line_errors(argparse.ArgumentParser(description=doc.splitlines()[0], epilog=doc.split("\n\n", 1)[1],
+                                                   formatter_class=argparse.RawDescriptionHelpFormatter))
+
+
 def device_from_name(value: str, flag: str = "--device"):
     """`value` ("cpu", "cuda", "cuda:1", "mps", ...) as a `torch.device`, whether or not this machine has it (a
     command line parses anywhere); an InputError naming `flag` for a name torch does not know."""

@@ -33,7 +33,7 @@ from transformers.utils import logging
 
 from .conversion import converted_marian
 from .data import decode_utf8_text, text_lines, utf16_encoding
-from .errors import InputError, debugging, device_from_name, usable_device
+from .errors import InputError, command_parser, debugging, device_from_name, usable_device
 from .hub import loading_from, model_location
 from .packed_linear import quantize_int8
 from .pipeline_translation import TASK, normalize_text, reads_special_tokens_as_text, translate_sentences
@@ -41,11 +41,7 @@ from .tokenization import check_tokenizer_fits_model, load_tokenizer
 
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
+    parser = command_parser(__doc__)
     parser.add_argument("model", metavar="MODEL", help="a saved model directory or a Hub repo id")
     parser.add_argument("file", metavar="FILE", nargs="?", default="-",
                         help="text to translate, one sentence per line (default or '-': standard input)")

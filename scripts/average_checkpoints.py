@@ -4,7 +4,6 @@
     python scripts/average_checkpoints.py runs/wmt --last 5 --output_dir runs/wmt/averaged
 """
 
-import argparse
 import functools
 import json
 import os
@@ -113,8 +112,9 @@ def _bytes(path: Path) -> bytes | None:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
+    from hf_vanilla_transformer.errors import command_parser
+
+    parser = command_parser(__doc__)
     parser.add_argument("run_dir", help="the training run's --output_dir, holding checkpoint-<step> folders")
     parser.add_argument("--last", type=int, default=5,
                         help="how many of the latest complete checkpoints to average (default: 5)")

@@ -64,11 +64,9 @@ CPU = torch.device("cpu")
 
 
 def parse_arguments(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    from hf_vanilla_transformer.errors import command_parser
+
+    parser = command_parser(__doc__)
     size = parser.add_argument_group("model size (defaults: the paper's base model with an 8000-token vocabulary)")
     size.add_argument("--vocab_size", type=int, default=8000)
     size.add_argument("--d_model", type=int, default=512)

@@ -27,7 +27,6 @@ forced_eos_token_id and early_stopping=False).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -39,12 +38,9 @@ QUANTIZATIONS = ["int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
 
 
 def parse_arguments(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
+    from hf_vanilla_transformer.errors import command_parser
+
+    parser = command_parser(__doc__)
     parser.add_argument("model", help="a directory written by save_pretrained (with its tokenizer), or a Hub repo id: "
                                       "this package's model, or a MarianMTModel, which is converted")
     parser.add_argument("output_dir", help="where to write the CTranslate2 model")

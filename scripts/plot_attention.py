@@ -26,11 +26,9 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".pdf", ".svg"}
 
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
+    from hf_vanilla_transformer.errors import command_parser
+
+    parser = command_parser(__doc__)
     parser.add_argument("model", metavar="MODEL", help="a saved model directory or a Hub repo id")
     parser.add_argument("sentence", metavar="SENTENCE", help="the source sentence")
     parser.add_argument("--target", help="a translation to draw instead of the model's own")

@@ -24,11 +24,9 @@ import sys
 
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage block
+    from hf_vanilla_transformer.errors import command_parser
+
+    parser = command_parser(__doc__)
     parser.add_argument("model_dir", metavar="DIR", help="the saved model directory")
     parser.add_argument("repo_id", metavar="REPO_ID", help="the Hub repository, namespace/name (created if needed)")
     parser.add_argument("--private", action="store_true", default=None,

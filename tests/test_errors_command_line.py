@@ -445,6 +445,17 @@ def test_ctrl_c_while_the_libraries_load_is_one_line_too(script, tmp_path):
     assert err.strip() == f"{script}.py: interrupted."
 
 
+@pytest.mark.parametrize("script", [
+    "train_translation", "translate", "average_checkpoints", "plot_attention", "push_to_hub", "export_ctranslate2",
+    "benchmark",
+])
+def test_an_unknown_flag_is_one_line_and_status_2(script, monkeypatch, capsys):
+    """argparse's own errors too (here an unknown flag, or the arguments missing beside it): one line, no usage
+    block (the benchmark printed one)."""
+    status, err = run_script(script, "--no_such_flag", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1 and err.startswith(f"{script}.py: error: "), err
+
+
 def test_ctrl_c_elsewhere_is_one_line_too(monkeypatch, capsys):
     def interrupted():
         raise KeyboardInterrupt

@@ -802,6 +802,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         the base model for `AutoModel` too."""
         from .pipeline_translation import custom_pipeline_entry
 
+        self.config.check_values()  # before transformers writes anything (the code files first)
         self._forget_placeholder_max_length()
         # a tied name is left out where it is the shared weight; one untied since (PEFT's merge_and_unload with
         # modules_to_save=["lm_head"], or by hand) is saved, or loading would make it up at random

@@ -52,6 +52,20 @@ def test_changes_after_construction_are_checked_before_saving():
         config.save_pretrained(folder)
 
 
+def test_a_model_with_an_impossible_config_saves_nothing(tmp_path):
+    """The config is checked before save_pretrained writes anything: transformers copied the model's code files
+    first, leaving a folder of .py files without config.json or weights."""
+    from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
+
+    model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig(
+        vocab_size=16, d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16))
+    model.config.dropout = 1.5
+    with pytest.raises(ValueError, match="dropout"):
+        model.save_pretrained(tmp_path / "model")
+    assert not (tmp_path / "model").exists() or not any((tmp_path / "model").iterdir())
+
+
 def test_changes_after_construction_are_checked_when_a_model_is_made():
     """`config.d_model = 30` after the config was made: the model refuses it, not a reshape deep in torch later."""
     from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration

@@ -122,18 +122,20 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     """Seq2SeqTrainer whose training batches hold at most `max_tokens_per_batch` padded tokens per side.
 
     `max_tokens_per_batch` comes from the constructor, else from `args.max_tokens_per_batch`; when it is None this
-    is a plain Seq2SeqTrainer. `per_device_train_batch_size` is then ignored for training. The training dataset must
+    is a plain Seq2SeqTrainer. `run_settings` (JSON values: the data's languages and source, say) are recorded in
+    each checkpoint, with the arguments a resumed run must keep (`RESUMED_ARGUMENTS`), for it to check against. `per_device_train_batch_size` is then ignored for training. The training dataset must
     be a tokenized `datasets.Dataset` with `input_ids` and `labels`. FSDP, asked for by the launcher or `--fsdp`,
     runs or stops with an error, never falls back to DDP (see `distributed.py`).
     """
 
-    def __init__(self, *args, max_tokens_per_batch: int | None = None, **kwargs) -> None:
+    def __init__(self, *args, max_tokens_per_batch: int | None = None, run_settings: dict | None = None,
+                 **kwargs) -> None:
         training_args = kwargs["args"] if "args" in kwargs else args[1] if len(args) > 1 else None
         # known before the Trainer builds its Accelerator, which compiles for dynamic lengths with token batching
         self.max_tokens_per_batch = max_tokens_per_batch or getattr(training_args, "max_tokens_per_batch", None)
         self._model_is_ours: tuple[torch.nn.Module, bool] | None = None  # (model, whether it is ours), see compute_loss
         super().__init__(*args, **kwargs)
-        self.add_callback(MarkCheckpointComplete())
+        self.add_callback(MarkCheckpointComplete(run_settings))
         self.add_callback(StopOnNonFiniteLoss(self))
         self._token_batch_sampler: TokenBatchSampler | None = None
         self._sentences_trained = 0
@@ -444,6 +446,14 @@ def divergence_message(loss: float, first: int, last: int, learning_rate: float 
 
 CHECKPOINT_COMPLETE = "checkpoint_complete.json"
 
+RESUMED_ARGUMENTS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "optim_args",
+                     "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "label_smoothing_factor",
+                     "max_grad_norm", "seed", "data_seed", "gradient_accumulation_steps", "per_device_train_batch_size",
+                     "max_tokens_per_batch")
+"""The training arguments a resumed run must keep: the optimizer's settings and the schedule are restored from the
+checkpoint (a changed --learning_rate was ignored while the model card reported it), and the others change the run's
+batches, their order or its loss from the step it resumes at."""
+
 
 class MarkCheckpointComplete(TrainerCallback):
     """Mark a checkpoint complete once the Trainer has written all of it (`on_save` runs after the last file).
@@ -452,20 +462,38 @@ class MarkCheckpointComplete(TrainerCallback):
     folder that looks like a checkpoint but lacks, say, the optimizer state, and resuming from it would silently
     restart the optimizer. Only checkpoints with this marker are resumed from (`last_complete_checkpoint`). Under
     several processes each writes its own files (its random number generators' state, its shards of the weights),
-    so the marker waits for all of them: a process lost before that leaves the checkpoint unmarked.
+    so the marker waits for all of them: a process lost before that leaves the checkpoint unmarked. It records the
+    arguments that a run resumed from the checkpoint must keep, and the `run_settings` given (`checkpoint_record`).
     """
+
+    def __init__(self, run_settings: dict | None = None):
+        self.run_settings = run_settings or {}
 
     def on_save(self, args, state, control, **kwargs):
         PartialState().wait_for_everyone()
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             staging = folder / f".{CHECKPOINT_COMPLETE}.tmp"
-            staging.write_text(json.dumps({"global_step": state.global_step}))
+            arguments = args.to_dict()
+            record = {"global_step": state.global_step, "run": self.run_settings,
+                      "arguments": {name: arguments[name] for name in RESUMED_ARGUMENTS if name in arguments}}
+            staging.write_text(json.dumps(record, indent=2, default=str))
             os.replace(staging, folder / CHECKPOINT_COMPLETE)  # atomic: the marker is there whole or not at all
 
 
 def is_complete_checkpoint(folder: str | Path) -> bool:
     return (Path(folder) / CHECKPOINT_COMPLETE).is_file()
+
+
+def checkpoint_record(folder: str | Path) -> dict:
+    """What a complete checkpoint's marker records (`MarkCheckpointComplete`): `run` (the run's settings) and
+    `arguments` (`RESUMED_ARGUMENTS`), both {} where it was saved by an older version, which recorded neither."""
+    try:
+        record = json.loads((Path(folder) / CHECKPOINT_COMPLETE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"run": {}, "arguments": {}}
+    record = record if isinstance(record, dict) else {}
+    return {**record, "run": record.get("run") or {}, "arguments": record.get("arguments") or {}}
 
 
 def run_checkpoints(run_dir: str | Path) -> list[Path]:

@@ -83,6 +83,7 @@ from .tokenization import (
 )
 from .trainer import (
     CHECKPOINT_COMPLETE,
+    checkpoint_record,
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
     is_complete_checkpoint,
@@ -1108,7 +1109,7 @@ def main(argv: list[str] | None = None) -> dict:
     tokenizer = load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
     model = load_or_build_model(model_args, data_args, tokenizer)
     if resume_from:
-        check_resumable(resume_from, model, training_args)
+        check_resumable(resume_from, model, training_args, data_args)
     count = model.num_parameters()
     logger.info("Model: %s with %s parameters", type(model).__name__,
                 f"{count / 1e6:.1f}M" if count >= 100_000 else f"{count:,}")
@@ -1148,6 +1149,7 @@ def main(argv: list[str] | None = None) -> dict:
         processing_class=tokenizer,
         data_collator=collator_class(tokenizer, model=model, label_pad_token_id=-100),
         compute_metrics=scoring["validation"],
+        run_settings=run_settings(data_args),
     )
 
     all_metrics = train(trainer, resume_from) if training_args.do_train else {}
@@ -1300,7 +1302,8 @@ def average_last_checkpoints(trainer) -> int:
     (section 6.1); returns how many were averaged. Fewer are averaged, with a warning, if fewer were saved."""
     args = trainer.args
     trainer.accelerator.wait_for_everyone()  # every checkpoint is on disk
-    checkpoints = [c for c in run_checkpoints(args.output_dir) if is_complete_checkpoint(c)]
+    checkpoints = [c for c in run_checkpoints(args.output_dir)  # not those past the run's end (a run resumed before)
+                   if is_complete_checkpoint(c) and checkpoint_step(c) <= trainer.state.global_step]
     checkpoints = checkpoints[-args.average_last_checkpoints :]
     if len(checkpoints) < args.average_last_checkpoints and trainer.is_world_process_zero():  # once, not per process
         logger.warning(
@@ -1517,6 +1520,23 @@ def resume_checkpoint(training_args) -> str | None:
     return resume
 
 
+def check_no_later_checkpoints(checkpoint: str, output_dir: str) -> None:
+    """A run resumed from an earlier checkpoint than --output_dir's last complete one would save its own steps over
+    the later ones, one by one, and until then resume from them (`--resume_from_checkpoint true`) and average them
+    (`--average_last_checkpoints`) as its own."""
+    step = checkpoint_step(checkpoint)
+    later = [folder for folder in run_checkpoints(output_dir)
+             if is_complete_checkpoint(folder) and checkpoint_step(folder) > step]
+    if later:
+        names = ", ".join(folder.name for folder in later)
+        raise InputError(
+            f"--output_dir {output_dir} holds checkpoints past {checkpoint} (step {step}): {names}. A run resumed from "
+            f"it would save its own steps over them, and average or resume from them as its own until then. Move "
+            f"them out of {output_dir} first (mkdir {Path(output_dir) / 'later'} && mv {' '.join(str(f) for f in later)} "
+            f"{Path(output_dir) / 'later'}), or train into a new --output_dir."
+        )
+
+
 def holds_weights_only(checkpoint: str | Path) -> bool:
     """Whether `checkpoint` was saved with --save_only_model: no optimizer state and no learning-rate schedule (the
     Trainer writes scheduler.pt in every other case, and optimizer.pt, optimizer.bin or a sharded optimizer_*)."""
@@ -1554,11 +1574,11 @@ def checkpoint_state(checkpoint: str | Path) -> dict:
     return json.loads(state.read_text()) if state.exists() else {}
 
 
-def check_resumable(checkpoint: str, model, training_args) -> None:
-    """The checkpoint holds the model the flags build (its shape and dropout), lies before --max_steps, and was
-    written under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback
-    inside torch, a run going on unlike itself, or a step past the steps asked for. Another number of processes
-    than the checkpoint's is a warning."""
+def check_resumable(checkpoint: str, model, training_args, data_args) -> None:
+    """The checkpoint holds the model the flags build (its shape and dropout), was saved with the training flags and
+    languages given (`check_same_run`), lies before --max_steps and --output_dir's later checkpoints, and was written
+    under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback inside torch, a run going on unlike itself, or a
+    step past the steps asked for. Another number of processes than the checkpoint's is a warning."""
     config = Path(checkpoint) / "config.json"
     saved = json.loads(config.read_text()) if config.exists() else {}
     differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_SHAPE
@@ -1569,7 +1589,9 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
             "(the same --model_name_or_path for a fine-tuning run; a new model's sizes and dropout are in the "
             "checkpoint's config.json), or train into a new --output_dir."
         )
+    check_same_run(checkpoint, training_args, data_args)
     check_training_left(checkpoint, training_args)
+    check_no_later_checkpoints(checkpoint, training_args.output_dir)
     saved_by = len(list(Path(checkpoint).glob("rng_state*.pth")))  # one per process
     if saved_by and saved_by != training_args.world_size:
         logger.warning(
@@ -1577,6 +1599,57 @@ def check_resumable(checkpoint: str, model, training_args) -> None:
             "the epoch count and the schedule's pace. Resume with as many processes for the run it would have been.",
             checkpoint, saved_by, training_args.world_size,
         )
+
+
+def run_settings(data_args: DataArguments) -> dict:
+    """What each checkpoint records of the run's data (`MarkCheckpointComplete`), for a resumed run to check against:
+    its languages, its training data in words (names, not paths: the data may move) and how much of it is used."""
+    data = data_source_description(data_args) or " ".join(
+        name for name in (data_args.dataset_name, data_args.dataset_config_name) if name)
+    return {"source_lang": data_args.source_lang, "target_lang": data_args.target_lang, "train_data": data or None,
+            "max_train_samples": data_args.max_train_samples, "max_source_length": data_args.max_source_length,
+            "max_target_length": data_args.max_target_length}
+
+
+def check_same_run(checkpoint: str, training_args, data_args) -> None:
+    """The checkpoint was saved with the training flags (`RESUMED_ARGUMENTS`) and languages given: the Trainer
+    restores the optimizer's settings and the schedule from the checkpoint, so a changed --learning_rate was ignored
+    while the model card reported it, and other languages would make another model of the half-trained one. Other
+    training data (or limits on it) is a warning: the same files may have other names now. A checkpoint saved by an
+    older version records neither and is not checked."""
+    record = checkpoint_record(checkpoint)
+    now = json.loads(json.dumps(training_args.to_dict(), default=str))  # as the record holds them
+    batched_by_tokens = record["arguments"].get("max_tokens_per_batch") and now.get("max_tokens_per_batch")
+    changed = []
+    for name, saved in record["arguments"].items():
+        given = now.get(name, saved)
+        if name == "optim":  # torch's AdamW, fused (the GPU default) or not, keeps the same state
+            saved, given = (value.removesuffix("_fused") if isinstance(value, str) else value for value in (saved, given))
+        if given != saved and not (name == "per_device_train_batch_size" and batched_by_tokens):
+            changed.append(f"--{name} {shown(given)} (the run's: {shown(saved)})")
+    saved_run, this_run = record["run"], run_settings(data_args)
+    languages = [saved_run.get(name) for name in ("source_lang", "target_lang")]
+    if all(languages) and languages != [data_args.source_lang, data_args.target_lang]:
+        changed.append(f"--source_lang {data_args.source_lang} --target_lang {data_args.target_lang} (the run's: "
+                       f"{languages[0]} -> {languages[1]})")
+    if changed:
+        raise InputError(
+            f"{checkpoint} was saved by a run with other flags than these: {'; '.join(changed)}. A resumed run takes "
+            "the optimizer's settings and the learning-rate schedule from its checkpoint, and goes on with the "
+            "run's batches and languages: resume with the flags the run started with, or fine-tune from the "
+            f"checkpoint into a new --output_dir (--model_name_or_path {checkpoint}), with a new optimizer and "
+            "schedule."
+        )
+    data = [f"{name} {saved_run[name]} (now: {this_run[name]})" for name in this_run
+            if name in saved_run and name not in ("source_lang", "target_lang") and saved_run[name] != this_run[name]]
+    if data:
+        logger.warning("%s was trained with other data than this run gives: %s. The resumed steps train on the "
+                       "data given now, and the model card names that alone.", checkpoint, "; ".join(data))
+
+
+def shown(value) -> str:
+    """A flag's value as a user types it: 100 for a float 100.0 (warmup_steps), 0.002 for a learning rate."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def check_training_left(checkpoint: str, training_args) -> None:

@@ -611,6 +611,9 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
     status, err = run_script("train_translation", *run, "--max_steps", "8", "--dropout", "0.3", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)  # it went on with another dropout, silently
     assert status == 2 and "holds a model with dropout 0.1 (the flags: 0.3)" in err
+    status, err = run_script("train_translation", *run, "--max_steps", "8", "--learning_rate", "0.01", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)  # ignored (the optimizer's state has the rate)
+    assert status == 2 and "was saved by a run with other flags than these: --learning_rate 0.01 (the run's: " in err
     status, err = run_script("train_translation", *run, "--max_steps", "3", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "is at step 4, past --max_steps 3: there is nothing left to train" in err

@@ -21,6 +21,7 @@ from hf_vanilla_transformer.trainer import (
     run_checkpoints,
 )
 from hf_vanilla_transformer.training import (
+    check_same_run,
     check_training_left,
     finish_without_training,
     main,
@@ -121,6 +122,84 @@ def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
     _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", str(out / "checkpoint-100")])
     with pytest.raises(ValueError, match="has no checkpoint_complete.json, .* saved by another script"):
         resume_checkpoint(args)
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--learning_rate", "0.01"], "--learning_rate 0.01 (the run's: 0.002)"),  # ignored: the optimizer's state has it
+    (["--weight_decay", "0.5"], "--weight_decay 0.5 (the run's: 0)"),
+    (["--adam_beta2", "0.5"], "--adam_beta2 0.5 (the run's: 0.98)"),
+    (["--warmup_steps", "100"], "--warmup_steps 100 (the run's: 20)"),  # took effect mid-run
+    (["--lr_scheduler_type", "linear"], "--lr_scheduler_type linear (the run's: inverse_sqrt)"),
+    (["--seed", "8"], "--seed 8 (the run's: 7)"),  # other batches from the step it resumes at
+    (["--per_device_train_batch_size", "8"], "--per_device_train_batch_size 8 (the run's: 16)"),
+    (["--label_smoothing_factor", "0.2"], "--label_smoothing_factor 0.2 (the run's: 0.1)"),
+])
+def test_resuming_with_other_training_flags_is_refused(uninterrupted, flags, said):
+    """A changed --learning_rate, --weight_decay or Adam beta was ignored on resuming (the Trainer restores them
+    with the optimizer's state) while the model card reported it; --warmup_steps or another schedule, the seed or the
+    batch size changed the run from the step it resumed at. Each without a word."""
+    checkpoint = uninterrupted / "checkpoint-100"
+    _, data_args, training_args = parse_arguments(["--output_dir", str(uninterrupted), *RUN, *flags])
+    with pytest.raises(InputError, match="was saved by a run with other flags than these: ") as error:
+        check_same_run(str(checkpoint), training_args, data_args)
+    assert said in str(error.value) and f"--model_name_or_path {checkpoint}" in str(error.value)
+
+
+def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp_path, caplog):
+    """The flags the run started with resume, with AdamW fused (the GPU default) or not; other languages are
+    refused (the checkpoint says it learned de -> en); other training data is a warning; a checkpoint saved by an
+    older version, whose mark records neither, is not checked."""
+    import dataclasses
+
+    checkpoint = str(uninterrupted / "checkpoint-100")
+    _, data_args, training_args = parse_arguments(["--output_dir", str(uninterrupted), *RUN])
+    record = json.loads((uninterrupted / "checkpoint-100" / CHECKPOINT_COMPLETE).read_text())
+    assert record["run"]["source_lang"] == "de" and record["arguments"]["learning_rate"] == 0.002
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.training"):
+        check_same_run(checkpoint, training_args, data_args)
+        check_same_run(checkpoint, dataclasses.replace(training_args, optim="adamw_torch_fused"), data_args)
+    assert caplog.text == ""
+    swapped = dataclasses.replace(data_args, source_lang="en", target_lang="de")
+    with pytest.raises(InputError, match=r"--source_lang en --target_lang de \(the run's: de -> en\)"):
+        check_same_run(checkpoint, training_args, swapped)
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.training"):
+        check_same_run(checkpoint, training_args, dataclasses.replace(data_args, max_train_samples=100))
+    assert "was trained with other data than this run gives: max_train_samples None (now: 100)" in caplog.text
+    old = tmp_path / "checkpoint-100"
+    old.mkdir()
+    (old / CHECKPOINT_COMPLETE).write_text(json.dumps({"global_step": 100}))
+    check_same_run(str(old), dataclasses.replace(training_args, learning_rate=0.5), swapped)
+
+
+def test_resuming_from_a_checkpoint_before_later_ones_is_refused(uninterrupted, tmp_path, monkeypatch):
+    """Resumed from checkpoint-60 (as the message for a checkpoint past --max_steps advises), a run with
+    checkpoints up to 120 averaged checkpoints 100 and 120 into its model at step 80, and a later
+    --resume_from_checkpoint true picked checkpoint-120. The later ones must be moved away first; and averaging takes
+    none past the run's last step."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer import training
+
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted, out)
+    with pytest.raises(InputError, match=f"holds checkpoints past {out / 'checkpoint-60'} \\(step 60\\): "
+                                         "checkpoint-80, checkpoint-100, checkpoint-120. "):
+        main(list(map(str, ["--output_dir", out, *RUN, "--resume_from_checkpoint", out / "checkpoint-60"])))
+    later = tmp_path / "later"
+    later.mkdir()
+    for step in (80, 100, 120):
+        shutil.move(out / f"checkpoint-{step}", later)
+    training.check_no_later_checkpoints(str(out / "checkpoint-60"), str(out))
+    for step in (100, 120):  # as they were when averaging followed a resume from checkpoint-60 to step 80
+        shutil.move(later / f"checkpoint-{step}", out)
+    averaged = []
+    monkeypatch.setattr(training, "load_averaged_weights", lambda model, checkpoints: averaged.extend(checkpoints))
+    trainer = SimpleNamespace(args=SimpleNamespace(output_dir=str(out), average_last_checkpoints=3), model=None,
+                              state=SimpleNamespace(global_step=80), is_world_process_zero=lambda: True,
+                              accelerator=SimpleNamespace(wait_for_everyone=lambda: None))
+    shutil.move(later / "checkpoint-80", out)
+    assert training.average_last_checkpoints(trainer) == 3
+    assert [folder.name for folder in averaged] == ["checkpoint-40", "checkpoint-60", "checkpoint-80"]
 
 
 def test_model_weights_are_only_written_as_safetensors(uninterrupted):

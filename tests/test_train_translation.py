@@ -1006,7 +1006,7 @@ def test_too_few_checkpoints_to_average_is_said_once_not_by_every_process(tmp_pa
 
     trainer = SimpleNamespace(
         args=SimpleNamespace(output_dir=str(tmp_path), average_last_checkpoints=3),
-        accelerator=SimpleNamespace(wait_for_everyone=lambda: None),
+        state=SimpleNamespace(global_step=10), accelerator=SimpleNamespace(wait_for_everyone=lambda: None),
         is_world_process_zero=lambda: main_process,
     )
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):

@@ -734,12 +734,15 @@ def _first_bad_line(path: Path, builder: str) -> str | None:
 _FILE_FORMATS = {
     ".json": ("json", {}),
     ".jsonl": ("json", {}),
-    ".csv": ("csv", {"na_filter": False, "encoding": "utf-8-sig"}),  # "null", "NA" and "nan" are words here
-    ".tsv": ("csv", {"na_filter": False, "encoding": "utf-8-sig", "delimiter": "\t", "quoting": csv.QUOTE_NONE}),
+    ".csv": ("csv", {"na_filter": False, "encoding": "utf-8-sig", "index_col": False}),  # "null", "NA": words here
+    ".tsv": ("csv", {"na_filter": False, "encoding": "utf-8-sig", "index_col": False, "delimiter": "\t",
+                     "quoting": csv.QUOTE_NONE}),
 }
 """`--*_file` suffixes (each also with `.gz`): the `datasets` builder and its options. CSV and TSV: every value is
 text (no missing-value words), a byte order mark (spreadsheets write one) is no part of the first column's name,
-and in TSV quotes are text."""
+in TSV quotes are text, and no column is taken for the rows' index (pandas takes the first where the first data row
+has a field more than the header row names: the English then read as the index, the German as the English, and a
+score column as the German; `_csv_columns` refuses such a file)."""
 
 
 def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
@@ -770,19 +773,80 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
 def _read_data_files(split: str, paths: list[Path], args: TranslationDataArguments,
                      header: list[str] | None = None) -> Dataset:
     """One split's data files, all of one format (`_FILE_FORMATS`), read with `load_dataset`: CSV/TSV with every
-    column of the first file's header row (or `header`) read as text; JSON with its language fields read as text
-    (`_json_files_as_text`) where `datasets` read them as something else."""
+    column of the first file's header row (or `header`) read as text, and the empty fields that rows may end with
+    (`_csv_columns`) read and dropped; JSON with its language fields read as text (`_json_files_as_text`) where
+    `datasets` read them as something else. A ValueError (which the callers make an InputError naming the line) for
+    JSON text that is not UTF-8."""
     builder, options = _data_file_format(paths[0])
+    trailing = []
     if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
-        header = header or _csv_header(paths[0], options)
+        named, trailing = _csv_columns(paths, options, header or _csv_header(paths[0], options), args)
         options = {**options, "features": Features.from_dict(
-            {name: {"dtype": "string", "_type": "Value"} for name in header})}
+            {name: {"dtype": "string", "_type": "Value"} for name in named + trailing})}
+        if trailing:  # the header row's names, and names for the empty fields past them
+            options |= {"names": named + trailing, "header": 0}
     with _quiet_file_readers():
         dataset = load_dataset(builder, data_files={split: [str(path) for path in paths]}, cache_dir=args.cache_dir,
                                **options)[split]
+    if trailing:
+        _refuse_text_in_trailing_fields(dataset, paths, options, named, trailing, args)
+        dataset = dataset.remove_columns(trailing)
+    if builder == "json":  # pyarrow's JSON reader keeps bytes that are not UTF-8 in its strings, where they failed
+        dataset.data.table.validate(full=True)  # when first read, in a traceback: ArrowInvalid (a ValueError) here
     if builder == "json" and not _language_fields_are_text(dataset.features, args.source_lang, args.target_lang):
         dataset = _json_files_as_text(paths, args.source_lang, args.target_lang) or dataset
     return dataset
+
+
+def _csv_columns(paths: list[Path], options: dict, header: list[str],
+                 args: TranslationDataArguments) -> tuple[list[str], list[str]]:
+    """The columns a split's CSV/TSV files are read with: the names of the `header` row, and names for the empty
+    fields past them that the rows end with where a tool writes a delimiter at the end of each row (`en<TAB>de<TAB>`
+    above `Hello<TAB>Hallo<TAB>`): the header row's empty names at its end, and the first data row's fields past the
+    named columns, where they are empty. Where a first data row has text in a field past the named columns (a score
+    column without a name, or a sentence split at a comma), InputError naming the line: which fields are the
+    columns' is not clear, and pandas read such a file with the English taken for an index and a score for the
+    German."""
+    named = list(header)
+    while named and not named[-1].strip():
+        named.pop()
+    width = len(header)
+    for path in paths:
+        rows = _csv_rows(path, options)
+        next(rows, None)  # the header row
+        line_number, row = next(rows, (0, []))
+        if any(field.strip() for field in row[len(named):]):
+            raise InputError(_unnamed_fields_message(path, line_number, row, named, options, args))
+        width = max(width, len(row))
+    return named, [f"(unnamed field {column})" for column in range(len(named) + 1, width + 1)]
+
+
+def _refuse_text_in_trailing_fields(dataset: Dataset, paths: list[Path], options: dict, named: list[str],
+                                    trailing: list[str], args: TranslationDataArguments) -> None:
+    """InputError naming the first line whose fields past the named columns hold text, where the first data row's
+    were empty (`_csv_columns`): a row with a field too many, which would be read without it."""
+    if not any(pc.max(pc.utf8_length(pc.utf8_trim_whitespace(dataset.data.column(name)))).as_py()
+               for name in trailing):
+        return
+    for path in paths:
+        rows = _csv_rows(path, options)
+        next(rows, None)
+        for line_number, row in rows:
+            if any(field.strip() for field in row[len(named):]):
+                raise InputError(_unnamed_fields_message(path, line_number, row, named, options, args))
+    raise InputError(_unnamed_fields_message(paths[0], None, [], named, options, args))  # not found again
+
+
+def _unnamed_fields_message(path: Path, line_number: int | None, row: list[str], named: list[str], options: dict,
+                            args: TranslationDataArguments) -> str:
+    """What to say of a CSV/TSV row with text in fields past the columns its header row names."""
+    texts = [field if len(field) <= 40 else field[:40] + "..." for field in row[len(named):] if field.strip()]
+    where = (f"line {line_number} has {len(row)} fields, but the header row names {len(named)} columns {named}: "
+             f"no column is named for its field{'s' if len(texts) > 1 else ''} {', '.join(map(repr, texts))}"
+             if line_number is not None else f"a row has more fields than the header row names columns ({named})")
+    comma = " (a field holding a comma goes in double quotes)" if options.get("delimiter", ",") == "," else ""
+    return (f"{path}: {where}. Name every column in the header row (an extra one e.g. score: columns other than "
+            f"{args.source_lang} and {args.target_lang} are not read), or remove the extra field{comma}.")
 
 
 def _language_fields_are_text(features: Features, source_lang: str, target_lang: str) -> bool:
@@ -804,7 +868,7 @@ def _json_rows(path: Path) -> tuple[str, list] | None:
     """The rows of a JSON lines file, or of a file that is one JSON list, numbers read as their text, with what
     says where a row is: ("line", [(line number, row), ...]) or ("item", [(item number, row), ...]), counted from 1;
     None for a file of another layout."""
-    text = b"".join(_raw_lines(path)).decode("utf-8", errors="replace").removeprefix("\ufeff")
+    text = b"".join(_raw_lines(path)).decode("utf-8").removeprefix("\ufeff")  # not UTF-8: the callers say where
     try:
         if text.lstrip().startswith("["):
             document = json.loads(text, **_JSON_NUMBERS_AS_TEXT)
@@ -899,9 +963,20 @@ def _is_blank(path: Path) -> bool:
 
 def _csv_header(path: Path, options: dict) -> list[str]:
     """The column names in the first row of a CSV/TSV file."""
+    return next(_csv_rows(path, options), (0, []))[1]
+
+
+def _csv_rows(path: Path, options: dict) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a CSV/TSV file with the (1-based) line each starts on, blank lines left out as pandas leaves
+    them out."""
     with io.TextIOWrapper(_open_binary(path), encoding=options["encoding"], errors="replace", newline="") as text:
-        quoting = options.get("quoting", csv.QUOTE_MINIMAL)
-        return next(csv.reader(text, delimiter=options.get("delimiter", ","), quoting=quoting), [])
+        reader = csv.reader(text, delimiter=options.get("delimiter", ","),
+                            quoting=options.get("quoting", csv.QUOTE_MINIMAL))
+        start = 1
+        for row in reader:
+            if row:
+                yield start, row
+            start = reader.line_num + 1
 
 
 def _load_prefix_datasets(args: TranslationDataArguments, keep_blank_evaluation_pairs: bool = False) -> DatasetDict:

@@ -556,6 +556,70 @@ def test_a_malformed_data_file_names_its_line_in_one_line(tmp_path, caplog, name
     assert not any(record.name.startswith("datasets") for record in caplog.records)  # said once, by the InputError
 
 
+@pytest.mark.parametrize("name, text, line, field", [
+    ("train.tsv", "de\ten\nfährt\trides\t0.9\nHund\tdog\t0.8\n", 2, "0.9"),  # a score column without a name
+    ("train.csv.gz", "de,en\nfährt,rides,Notiz\nHund,dog\n", 2, "Notiz"),  # on the first row only
+    ("train.csv", "de,en\n\nEin Hund, eine Katze,a dog and a cat\nHund,dog\n", 3, "a dog and a cat"),  # no quotes
+    ("train.tsv", "de\ten\nfährt\trides\t\nHund\tdog\tNotiz\n", 3, "Notiz"),  # past a first row's empty field
+], ids=["score_column", "first_row_only", "unquoted_comma", "after_empty_fields"])
+def test_a_field_past_the_columns_the_header_row_names_is_refused_naming_its_line(tmp_path, name, text, line, field):
+    """pandas took the first column for the rows' index where the first data row had a field more than the header
+    row names: with a score after every pair, the English was read as the index, the German as the English and the
+    score as the German, and trained on without a word; with a note on the first row only, every other pair was left
+    out as having no English."""
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(path),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    assert str(error.value).startswith(f"{path}: line {line} has 3 fields, but the header row names 2 columns "
+                                       f"['de', 'en']: no column is named for its field {field!r}. Name every column "
+                                       "in the header row (an extra one e.g. score: columns other than de and en are "
+                                       "not read), or remove the extra field")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("train.tsv", "de\ten\nfährt\trides\t\nHund\tdog\t\n"),  # a tab at the end of each row
+    ("train.csv.gz", "de,en,\r\nfährt,rides,\r\nHund,dog\r\n"),  # and of the header row; one row without it
+    ("train.tsv", "de\ten\tscore\nfährt\trides\t0.9\nHund\tdog\t0.8\n"),  # a column with a name is not read
+], ids=["every_row", "header_row_too", "named_column"])
+def test_empty_fields_at_the_end_of_the_rows_are_read_past(tmp_path, name, text):
+    """A delimiter at the end of every row, as some tools write, made the English the index and the empty last
+    field the German: "The train split has no sentence pairs". With one at the end of the header row too, the
+    file could not be read ('Field "" does not exist in schema'). An empty field holds no text to lose."""
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(path),
+                                    cache_dir=str(tmp_path / "cache"))
+    assert pairs(load_translation_datasets(args)["train"]) == [("fährt", "rides"), ("Hund", "dog")]
+
+
+@pytest.mark.parametrize("split", ["train", "validation"])
+@pytest.mark.parametrize("name, row", [
+    ("data.jsonl", {"de": "fährt", "en": "rides"}),
+    ("data.jsonl.gz", {"translation": {"de": "fährt", "en": "rides"}}),
+    ("data.json", {"translation": {"de": "fährt", "en": "rides"}}),
+])
+def test_json_lines_that_are_not_utf8_name_the_line(tmp_path, caplog, split, name, row):
+    """JSON lines saved as Latin-1 were read by pyarrow with the bytes that are not UTF-8 in its strings, and
+    training stopped with a UnicodeDecodeError traceback where the language columns were paired up; CSV, TSV and
+    plain text said which line to fix."""
+    text = "".join(json.dumps(each, ensure_ascii=False) + "\n" for each in (TRANSLATIONS[1], row))
+    path = tmp_path / name
+    data = text.encode("latin-1")
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", cache_dir=str(tmp_path / "cache"),
+                                    **{f"{split}_file": str(path)})
+    with caplog.at_level(logging.WARNING), pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    assert str(error.value).startswith(f"Cannot read {path} as {name.split('.')[1].upper()} (line 2 is not valid "
+                                       "UTF-8 (byte b'\\xe4')): it needs ")
+    assert "\n" not in str(error.value)
+    assert not any(record.name.startswith("datasets") for record in caplog.records)
+
+
 @pytest.mark.parametrize("name, content", [
     ("train.jsonl.gz", gzip.compress(json.dumps(TRANSLATIONS[0]).encode() * 50)[:-20]),  # cut off
     ("train.jsonl.gz", json.dumps(TRANSLATIONS[0]).encode()),  # not gzip

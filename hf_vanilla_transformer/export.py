@@ -28,6 +28,7 @@ from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .conversion import converted_marian
 from .errors import InputError
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
+from .pipeline_translation import reads_special_tokens_as_text
 from .tokenization import check_tokenizer_fits_model, load_tokenizer
 
 
@@ -45,11 +46,17 @@ _ACTIVATIONS = {
 }
 
 
+CTRANSLATE2_MISSING = ("Exporting needs CTranslate2: install it (`pip install ctranslate2`, or the package's extra: "
+                       '`pip install "hf-vanilla-transformer[export]"`).')
+"""What to do where ctranslate2, an optional dependency, is not installed (the library's ImportError, the export
+script's one line)."""
+
+
 def _import_ctranslate2():
     try:
         import ctranslate2
     except ImportError as error:  # an optional dependency
-        raise ImportError("Exporting needs CTranslate2: `pip install ctranslate2`.") from error
+        raise ImportError(CTRANSLATE2_MISSING) from error
     return ctranslate2
 
 
@@ -286,8 +293,20 @@ def export_ctranslate2(
     }
     (out_dir / "generation.json").write_text(json.dumps(settings, indent=2) + "\n")
     if tokenizer is not None:
-        tokenizer.save_pretrained(out_dir / "tokenizer")
+        _save_tokenizer_as_the_pipeline_reads(tokenizer, out_dir / "tokenizer")
     return out_dir
+
+
+def _save_tokenizer_as_the_pipeline_reads(tokenizer, folder: str | os.PathLike) -> None:
+    """Save `tokenizer` to `folder` so that it reads text as the translation pipeline does: where
+    `reads_special_tokens_as_text` says so (this package's tokenizers, one saved before they recorded it, a
+    MarianTokenizer), with `split_special_tokens=True` in its tokenizer_config.json, so that "</s>" typed in a
+    source is text to `AutoTokenizer.from_pretrained(folder)` too, and not the end token, which cut the
+    CTranslate2 model's source there."""
+    if reads_special_tokens_as_text(tokenizer) and not tokenizer.split_special_tokens:
+        tokenizer.split_special_tokens = True
+        tokenizer.init_kwargs["split_special_tokens"] = True  # what save_pretrained writes
+    tokenizer.save_pretrained(folder)
 
 
 def ctranslate2_options(

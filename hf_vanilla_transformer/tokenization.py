@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .errors import InputError
+from .pipeline_translation import normalize_whitespace, reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +164,168 @@ def append_eos(tokenizer, name: str | Path) -> None:
         "trained on it would never learn to stop: it now appends it (a TemplateProcessing post-processor, saved "
         "with the run's tokenizer, so that the saved model translates as it was trained)."
     )
+
+
+DECODING_SAMPLE_SIZE = 200
+"""How many training targets `decoding_sample` picks for `check_decodes_to_text`."""
+
+DECODING_FAILURE_RATE = 0.05
+"""The share of the sampled targets that may decode to other text before `check_decodes_to_text` says so: a
+tokenizer without the decoder its pre-tokenizer needs fails on nearly every sentence."""
+
+
+def decoding_sample(datasets, target_lang: str, size: int = DECODING_SAMPLE_SIZE) -> list[str]:
+    """Up to `size` non-blank target sentences of `datasets` (a DatasetDict with a `translation` column, or None),
+    spread evenly over the training split (the first split where there is none), for `check_decodes_to_text`."""
+    if not datasets:
+        return []
+    dataset = datasets["train"] if "train" in datasets else next(iter(datasets.values()))
+    count = len(dataset)
+    rows = sorted({row * count // size for row in range(size)}) if count > size else range(count)
+    texts = (pair.get(target_lang) for pair in dataset.select(rows)["translation"])
+    return [text for text in texts if isinstance(text, str) and text.strip()]
+
+
+def _spaced(text: str) -> str:
+    """`text` as `check_decodes_to_text` compares it: in NFKC (a sentencepiece tokenizer's normalization, out of
+    reach in a slow tokenizer), without case, its whitespace normalized."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+_SPACE_AT_PUNCTUATION = re.compile(r"\s+(?=[^\w\s])|(?<=[^\w\s])\s+")
+
+
+def _unspaced(text: str) -> str:
+    """`_spaced(text)` without the spaces next to punctuation: where a tokenizer that splits punctuation off words
+    (a Whitespace or BERT pre-tokenizer) decodes "Straße ." or "rot - weiß", or a cleaning decoder "Mädchen, das"
+    of a corpus's "Mädchen , das"."""
+    return _SPACE_AT_PUNCTUATION.sub("", _spaced(text))
+
+
+def _decoding_failures(tokenizer, texts: list[str]) -> tuple[int, list[tuple[str, str]], list[tuple[str, str]]]:
+    """(how many of `texts` were checked, [(text, decoded)] for those that decode to other text, [(text, decoded)]
+    for those that decode otherwise only in the spaces at punctuation). Encoded as the package encodes targets
+    (`text_target=`, typed special tokens read as `reads_special_tokens_as_text` says) and decoded as it decodes
+    translations (special tokens skipped; with the tokenizer's cleanup of spaces, as the training script's
+    `decode_predictions`, and without, as the pipeline). A text decodes to itself when it does so in either way,
+    as it is or as the tokenizer's normalizer writes it. Texts with the unknown token are not checked: `data`
+    warns about a tokenizer that does not cover the text."""
+    texts = [normalize_whitespace(text) for text in texts]
+    backend = getattr(tokenizer, "backend_tokenizer", None)  # None for a slow (sentencepiece) tokenizer
+    # transformers turns the backend's own truncation and padding off for a call without them (and save_pretrained
+    # would write it so): put them back
+    truncation, padding = (backend.truncation, backend.padding) if backend is not None else (None, None)
+    try:
+        encoded = tokenizer(text_target=texts, split_special_tokens=reads_special_tokens_as_text(tokenizer))
+    finally:
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
+    encoded = encoded["input_ids"]
+    normalizer = backend.normalizer if backend is not None else None
+    unknown = {tokenizer.unk_token_id}
+    if backend is not None and isinstance(getattr(backend.model, "unk_token", None), str):
+        unknown.add(backend.token_to_id(backend.model.unk_token))  # one the transformers tokenizer does not name
+    checked = [(text, ids) for text, ids in zip(texts, encoded) if not unknown.intersection(ids)]
+    rows = [ids for _, ids in checked]
+    decodings = [tokenizer.batch_decode(rows, skip_special_tokens=True)]
+    if getattr(tokenizer, "clean_up_tokenization_spaces", False):
+        decodings.append(tokenizer.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False))
+    other, spacing = [], []
+    for (text, _), *decoded in zip(checked, *decodings):
+        expected = [text] + ([normalizer.normalize_str(text)] if normalizer is not None else [])
+        if {_spaced(each) for each in decoded} & {_spaced(each) for each in expected}:
+            continue
+        near = {_unspaced(each) for each in decoded} & {_unspaced(each) for each in expected}
+        (spacing if near else other).append((text, normalize_whitespace(decoded[-1])))  # as the pipeline writes it
+    return len(checked), other, spacing
+
+
+def _decoders_to_try(backend) -> list[tuple[object, str]]:
+    """(decoder, what calls for it) for a `tokenizers` backend without a decoder: ByteLevel's or Metaspace's (with
+    its settings) for such a pre-tokenizer, WordPiece's for a model's continuing-subword prefix ("##"), BPE's for
+    its end-of-word suffix ("</w>")."""
+    pre_tokenizer = backend.pre_tokenizer
+    parts = list(pre_tokenizer) if isinstance(pre_tokenizer, pre_tokenizers.Sequence) else [pre_tokenizer]
+    candidates = []
+    for part in parts:
+        if isinstance(part, pre_tokenizers.ByteLevel):
+            candidates.append((decoders.ByteLevel(), "its ByteLevel pre-tokenizer"))
+        elif isinstance(part, pre_tokenizers.Metaspace):
+            candidates.append((decoders.Metaspace(replacement=part.replacement, prepend_scheme=part.prepend_scheme,
+                                                  split=part.split), "its Metaspace pre-tokenizer"))
+    if prefix := getattr(backend.model, "continuing_subword_prefix", None):
+        candidates.append((decoders.WordPiece(prefix=prefix, cleanup=False),
+                           f"its model's continuing-subword prefix {prefix!r}"))
+    if suffix := getattr(backend.model, "end_of_word_suffix", None):
+        candidates.append((decoders.BPEDecoder(suffix=suffix), f"its model's end-of-word suffix {suffix!r}"))
+    return candidates
+
+
+def _space_dropping_pre_tokenizer(backend) -> str | None:
+    """The name of a `tokenizers` backend's pre-tokenizer that splits words at spaces and drops them (Whitespace,
+    WhitespaceSplit, BERT's), after which no decoder knows where a word ended; None for another."""
+    pre_tokenizer = getattr(backend, "pre_tokenizer", None)
+    parts = list(pre_tokenizer) if isinstance(pre_tokenizer, pre_tokenizers.Sequence) else [pre_tokenizer]
+    dropping = (pre_tokenizers.Whitespace, pre_tokenizers.WhitespaceSplit, pre_tokenizers.BertPreTokenizer)
+    return next((type(part).__name__ for part in parts if isinstance(part, dropping)), None)
+
+
+def _shown(text: str, limit: int = 100) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def check_decodes_to_text(tokenizer, texts: list[str], name: str | Path) -> None:
+    """InputError where `tokenizer` does not give text back: where more than `DECODING_FAILURE_RATE` of `texts`
+    (training targets, `decoding_sample`) decode to other text, as a tokenizer built as in the `tokenizers`
+    quicktour (a BPE model and a Whitespace pre-tokenizer, no decoder) decodes "lädt Baumwolle" as "lä d t Baum wo
+    l le": the model's translations would read so, and be scored so. What its normalizer changes on purpose (lower
+    case, "ä" spelt "ae"), a sentencepiece tokenizer's NFKC and spacing, and texts with its unknown token do not
+    count (`_decoding_failures`). A `tokenizers` tokenizer without a decoder is given the one its pre-tokenizer or
+    model calls for where that one gives the text back (with a warning; the run saves it with its tokenizer).
+    Texts that come back but for the spaces at punctuation ("Straße ." for "Straße.") are warned about."""
+    if not texts:
+        return
+    checked, other, spacing = _decoding_failures(tokenizer, texts)
+    limit = DECODING_FAILURE_RATE * checked
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if len(other) > limit and backend is not None and backend.decoder is None:
+        for decoder, reason in _decoders_to_try(backend):
+            backend.decoder = decoder
+            _, still_other, still_spacing = _decoding_failures(tokenizer, texts)
+            if len(still_other) <= limit:
+                text, decoded = min(other, key=lambda pair: len(pair[0]))
+                logger.warning(
+                    f"The tokenizer {name} has no decoder: it decoded {_shown(text)} as {_shown(decoded)}. It now "
+                    f"decodes with the {type(decoder).__name__} decoder that {reason} calls for (saved with the "
+                    "run's tokenizer, so that the saved model's translations read as text)."
+                )
+                other, spacing = still_other, still_spacing
+                break
+        else:
+            backend.decoder = None
+    if len(other) > limit:
+        text, decoded = min(other, key=lambda pair: len(pair[0]))
+        dropping = _space_dropping_pre_tokenizer(backend)
+        fix = (f"Its {dropping} pre-tokenizer drops the spaces, which no decoder brings back: train it again with a "
+               "ByteLevel pre-tokenizer and decoders.ByteLevel() (or a Metaspace one and decoders.Metaspace())"
+               if dropping else
+               "Give it the decoder that matches its pre-tokenizer (decoders.ByteLevel() for a ByteLevel one, "
+               "decoders.Metaspace() for a Metaspace one) and save it")
+        raise InputError(
+            f"The tokenizer {name} does not give text back: {len(other)} of {checked} training targets decode to "
+            f"other text, e.g. {_shown(text)} -> {_shown(decoded)}, and so would the model's translations. {fix}, "
+            "or leave --tokenizer_name out to train a tokenizer on the data."
+        )
+    if len(spacing) > limit:
+        text, decoded = min(spacing, key=lambda pair: len(pair[0]))
+        logger.warning(
+            f"The tokenizer {name} decodes {len(spacing)} of {checked} training targets with other spaces at "
+            f"punctuation, e.g. {_shown(text)} -> {_shown(decoded)}, and so will the model's translations read (and "
+            "be scored). A tokenizer whose pre-tokenizer keeps the spaces (ByteLevel, Metaspace) gives text back as "
+            "it is; leaving --tokenizer_name out trains one on the data."
+        )
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model")

@@ -75,7 +75,9 @@ from .tokenization import (
     SPECIAL_TOKENS,
     TOKENIZER_FILES,
     append_eos,
+    check_decodes_to_text,
     check_special_tokens,
+    decoding_sample,
     load_tokenizer,
     special_token_ids,
     train_bpe_tokenizer,
@@ -950,7 +952,8 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
     resuming: its vocabulary may not be what the flags ask for now. Under several processes the main process
     chooses or trains it and sends it to the others: on other machines the run's folder may hold an earlier run's,
     or nothing (no shared disk). A given tokenizer must have the special tokens the model needs (InputError, before
-    any tokenizing), and is made to end its encodings with eos where it does not (`append_eos`)."""
+    any tokenizing), is made to end its encodings with eos where it does not (`append_eos`), and must give text back
+(`check_decodes_to_text`)."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
         given = model_args.tokenizer_name is not None
@@ -962,6 +965,8 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
         check_special_tokens(tokenizer, needed, name,
                              remedy="Or leave --tokenizer_name out to train a tokenizer on the data." if given else "")
         append_eos(tokenizer, name)
+        if given:  # a model's own tokenizer is the one it learned: evaluating or fine-tuning it is not refused
+            check_decodes_to_text(tokenizer, decoding_sample(raw_datasets, data_args.target_lang), name)
         return tokenizer
     tokenizer = None
     if training_args.process_index == 0:

@@ -5,7 +5,8 @@
     python scripts/export_ctranslate2.py runs/de-en runs/de-en-ct2-int8 --quantization int8
 
 The output directory holds model.bin, config.json, the shared vocabulary (the model's tokenizer tokens),
-generation.json (beam size, length penalty) and the tokenizer. Translate with it:
+generation.json (beam size, length penalty) and the tokenizer, which reads "</s>" typed in a sentence as text, as
+the translation pipeline does (split_special_tokens in its tokenizer_config.json). Translate with it:
 
     import ctranslate2, transformers
     from hf_vanilla_transformer.export import ctranslate2_options
@@ -62,13 +63,13 @@ def parse_arguments(argv=None):
 def main(argv=None) -> Path:
     args = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
-    from hf_vanilla_transformer.export import export_ctranslate2
+    from hf_vanilla_transformer.export import CTRANSLATE2_MISSING, export_ctranslate2
     from hf_vanilla_transformer.hub import check_model_dir, loading_from, model_location
 
     try:
         import ctranslate2  # noqa: F401
     except ImportError as error:
-        raise InputError('Exporting needs CTranslate2: `pip install -e ".[export]"` (the export extra).') from error
+        raise InputError(CTRANSLATE2_MISSING) from error
     model = model_location(args.model)
     if Path(model).is_dir():
         check_model_dir(model)

@@ -357,6 +357,8 @@ def test_script_converts_a_saved_marian_model_and_keeps_its_tokenizer(opus_mt, t
     assert {"source.spm", "target.spm", "vocab.json"} <= {path.name for path in (out_dir / "tokenizer").iterdir()}
     tokenizer = MarianTokenizer.from_pretrained(out_dir / "tokenizer")
     assert tokenizer.get_vocab() == MarianTokenizer.from_pretrained(opus_mt).get_vocab()
+    # a typed "</s>" is text, as the pipeline reads it (`reads_special_tokens_as_text`), not Marian's end token 0
+    assert tokenizer.split_special_tokens and tokenizer("A dog </s> runs.")["input_ids"].count(0) == 1
     vocabulary = json.loads((out_dir / "shared_vocabulary.json").read_text())
     assert vocabulary == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))]
     assert vocabulary[0] == "</s>" and vocabulary[-1] == "<pad>"
@@ -432,3 +434,55 @@ def test_a_marian_models_generation_config_is_followed_or_warned_about(tmp_path)
     (out_dir / "generation.json").write_text(json.dumps({**settings, "renormalize_logits": False}))
     with pytest.warns(UserWarning, match="bad_words_ids without renormalize_logits"):  # generate() scores otherwise
         CTranslate2Translator(out_dir)
+
+
+def test_the_exported_tokenizer_reads_a_typed_end_token_as_text_as_the_pipeline_does(tmp_path):
+    """A model whose tokenizer_config.json has no split_special_tokens (saved before this package wrote it, as
+    runs/multi30k-cpu): the pipeline reads "</s>" typed in a source as text (`reads_special_tokens_as_text`), but
+    the exported tokenizer read it as the end token, and CTranslate2 translated the source cut there."""
+    from transformers import AutoTokenizer
+
+    from hf_vanilla_transformer.pipeline_translation import reads_special_tokens_as_text
+    from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(["ein Hund </s> spielt", "a dog plays"] * 5, vocab_size=300)
+    config = tiny_config(vocab_size=len(tokenizer), **special_token_ids(tokenizer))
+    VanillaTransformerForConditionalGeneration(config).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    settings = tmp_path / "model" / "tokenizer_config.json"
+    settings.write_text(json.dumps({key: value for key, value in json.loads(settings.read_text()).items()
+                                    if key != "split_special_tokens"}))
+    saved = AutoTokenizer.from_pretrained(tmp_path / "model")
+    assert not saved.split_special_tokens and reads_special_tokens_as_text(saved)
+    source = "ein Hund </s> spielt"
+    as_the_pipeline_reads = saved(source, split_special_tokens=True)["input_ids"]
+    assert as_the_pipeline_reads.count(tokenizer.eos_token_id) == 1  # only the end token it appends
+    out_dir = export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2")])
+    assert json.loads((out_dir / "tokenizer" / "tokenizer_config.json").read_text())["split_special_tokens"] is True
+    exported = AutoTokenizer.from_pretrained(out_dir / "tokenizer")  # as the script's docstring loads it
+    assert exported(source)["input_ids"] == as_the_pipeline_reads
+    assert exported.decode(exported(source)["input_ids"], skip_special_tokens=True) == source
+    unchanged = export_ctranslate2(tmp_path / "model", tmp_path / "ct2-again")  # the library does the same
+    assert AutoTokenizer.from_pretrained(unchanged / "tokenizer")(source)["input_ids"] == as_the_pipeline_reads
+
+
+def test_a_missing_ctranslate2_is_one_line_naming_the_export_extra(tmp_path, monkeypatch):
+    """The script said `pip install -e ".[export]"` (only right in a checkout), the library `pip install
+    ctranslate2`: both now say the same, and the extra they name is the package's."""
+    import re
+    import sys
+
+    from hf_vanilla_transformer.errors import InputError
+
+    pyproject = (SCRIPT.parents[1] / "pyproject.toml").read_text()
+    assert re.search(r'^name = "hf-vanilla-transformer"$', pyproject, re.M)
+    assert re.search(r'^export = \["ctranslate2\b', pyproject, re.M)  # the extra named brings ctranslate2
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # as if not installed
+    expected = ("Exporting needs CTranslate2: install it (`pip install ctranslate2`, or the package's extra: "
+                '`pip install "hf-vanilla-transformer[export]"`).')
+    with pytest.raises(InputError) as error:
+        export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2")])
+    assert str(error.value) == expected
+    with pytest.raises(ImportError) as error:
+        export_ctranslate2(VanillaTransformerForConditionalGeneration(tiny_config()), tmp_path / "ct2")
+    assert str(error.value) == expected and not (tmp_path / "ct2").exists()

@@ -197,3 +197,210 @@ def test_load_tokenizer_takes_a_tokenizer_file(tmp_path):
     with pytest.raises(InputError, match=r"config\.json is a file that is not a tokenizer \(.*\): give the folder "
                                          r"that holds the tokenizer \(tokenizer\.json, tokenizer_config\.json\)"):
         load_tokenizer(tmp_path / "config.json")
+
+
+GERMAN_TARGETS = [
+    "Ein kleines Kind fotografiert mit einer Kamera auf einem Stativ.",
+    "Zwei Hunde spielen im Schnee, während es schneit.",
+    "Ein Mädchen rutscht eine rot-weiße Rutsche herunter.",
+    "Die Kinder essen Äpfel und trinken Saft.",
+    "Ein Mann in Jeans lädt Baumwolle auf einen Lastwagen.",
+    "Größere Übungen: „Öl“ kostet 3,50 € – oder nicht?",
+]
+
+
+def quicktour_tokenizer(pre_tokenizer=None, decoder=None, model=None):
+    """A BPE tokenizer built as in the `tokenizers` quicktour: a Whitespace pre-tokenizer and no decoder (or the
+    given ones), trained on `CORPUS` and `GERMAN_TARGETS`, special tokens in this package's order."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(model or models.BPE(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizer or pre_tokenizers.Whitespace()
+    if decoder is not None:
+        backend.decoder = decoder
+    alphabet = pre_tokenizers.ByteLevel.alphabet() if isinstance(pre_tokenizer, pre_tokenizers.ByteLevel) else []
+    trainer = (trainers.WordPieceTrainer if isinstance(model, models.WordPiece) else trainers.BpeTrainer)(
+        vocab_size=len(alphabet) + 120, special_tokens=["<pad>", "<s>", "</s>", "<unk>"], initial_alphabet=alphabet,
+        show_progress=False)  # too few merges for whole words: the words of the German targets are split
+    backend.train_from_iterator(CORPUS + GERMAN_TARGETS * 5, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>")
+
+
+def test_a_tokenizer_that_does_not_give_text_back_is_refused():
+    """A quicktour tokenizer given with --tokenizer_name (no decoder; a Whitespace pre-tokenizer, which drops the
+    spaces) was accepted: translations read "lä d t Baum wo l le", and a perfect model scored BLEU 30."""
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.tokenization import check_decodes_to_text
+
+    tokenizer = quicktour_tokenizer()
+    decoded = tokenizer.decode(tokenizer(text_target=GERMAN_TARGETS[4])["input_ids"], skip_special_tokens=True)
+    assert decoded != GERMAN_TARGETS[4]  # spaces between the subwords
+    with pytest.raises(InputError) as error:
+        check_decodes_to_text(tokenizer, GERMAN_TARGETS * 3, "toks/quicktour.json")
+    message = str(error.value)
+    assert message.startswith("The tokenizer toks/quicktour.json does not give text back: ")
+    assert f"{repr(GERMAN_TARGETS[3])} -> " in message  # the shortest sentence that does not come back
+    assert message.endswith(
+        ", and so would the model's translations. Its Whitespace pre-tokenizer drops the spaces, which no decoder "
+        "brings back: train it again with a ByteLevel pre-tokenizer and decoders.ByteLevel() (or a Metaspace one and "
+        "decoders.Metaspace()), or leave --tokenizer_name out to train a tokenizer on the data.")
+    assert "\n" not in message
+    from tokenizers import decoders, pre_tokenizers
+
+    metaspace = quicktour_tokenizer(pre_tokenizers.Metaspace(), decoders.Fuse())  # a decoder, the wrong one
+    with pytest.raises(InputError, match=r"does not give text back: 18 of 18 .* Give it the decoder that matches "
+                                         r"its pre-tokenizer \(decoders\.ByteLevel\(\) for a ByteLevel one, "
+                                         r"decoders\.Metaspace\(\) for a Metaspace one\) and save it, or leave "):
+        check_decodes_to_text(metaspace, GERMAN_TARGETS * 3, "toks/fused")
+    assert isinstance(metaspace.backend_tokenizer.decoder, decoders.Fuse)  # a decoder given is not replaced
+
+
+@pytest.mark.parametrize("kind", ["package", "package lowercasing", "byte-level", "metaspace", "unknown words"])
+def test_tokenizers_that_give_text_back_pass(kind, caplog):
+    """This package's tokenizers (the built-in corpus' lowercases and spells "ä" as "ae": its normalizer's text
+    counts as given back), a byte-level or Metaspace one with its decoder, and texts the tokenizer reads as
+    `<unk>` (the unknown-token warning's business) pass without a word."""
+    import logging
+
+    from tokenizers import decoders, normalizers, pre_tokenizers
+
+    from hf_vanilla_transformer.data import number_words_normalizer
+    from hf_vanilla_transformer.tokenization import check_decodes_to_text
+
+    texts = GERMAN_TARGETS * 3
+    if kind.startswith("package"):
+        normalizer = number_words_normalizer() if kind == "package lowercasing" else None
+        tokenizer = train_bpe_tokenizer(CORPUS + GERMAN_TARGETS, 400, min_frequency=1, normalizer=normalizer)
+    elif kind == "byte-level":
+        tokenizer = quicktour_tokenizer(pre_tokenizers.ByteLevel(add_prefix_space=True), decoders.ByteLevel())
+    elif kind == "metaspace":
+        tokenizer = quicktour_tokenizer(pre_tokenizers.Metaspace(), decoders.Metaspace())
+        tokenizer.backend_tokenizer.normalizer = normalizers.NFKC()
+    else:
+        tokenizer = plain_tokenizer(pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+        texts = ["ein Mann", "ein Hund", "a dog", "Mann", "ein Mann"]  # "Hund", "dog" and "d": unknown
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.tokenization"):
+        check_decodes_to_text(tokenizer, texts, "toks/fine")
+    assert caplog.messages == []
+    if kind == "package lowercasing":
+        assert tokenizer.decode(tokenizer(text_target="Die Kinder essen Äpfel")["input_ids"],
+                                skip_special_tokens=True) == "die kinder essen aepfel"
+
+
+def test_an_opus_mt_tokenizer_passes(tmp_path):
+    """A MarianTokenizer (sentencepiece, a slow tokenizer: no `tokenizers` normalizer to ask)."""
+    pytest.importorskip("sentencepiece")
+    from test_marian_finetuning import PAIRS, make_opus_mt_dir
+
+    from hf_vanilla_transformer.tokenization import _decoding_failures, check_decodes_to_text, load_tokenizer
+
+    tokenizer = load_tokenizer(make_opus_mt_dir(tmp_path / "opus"))
+    targets = [de for _, de in PAIRS]
+    checked, other, spacing = _decoding_failures(tokenizer, targets)
+    assert checked > 0 and other == spacing == []
+    check_decodes_to_text(tokenizer, targets, "opus-mt-en-de")
+
+
+@pytest.mark.parametrize("kind", ["byte-level", "metaspace", "wordpiece"])
+def test_a_tokenizer_without_the_decoder_its_pre_tokenizer_calls_for_is_given_it(kind, tmp_path, caplog):
+    """Without a decoder, a byte-level tokenizer decodes "ĠHund", a Metaspace one "▁Hund", a WordPiece one
+    "Hund ##e": the one decoder that gives the text back is set, with a warning, and saved with the tokenizer."""
+    import logging
+
+    from tokenizers import models, pre_tokenizers
+
+    from hf_vanilla_transformer.tokenization import check_decodes_to_text
+
+    tokenizer = {
+        "byte-level": lambda: quicktour_tokenizer(pre_tokenizers.ByteLevel(add_prefix_space=False)),
+        "metaspace": lambda: quicktour_tokenizer(pre_tokenizers.Metaspace()),
+        "wordpiece": lambda: quicktour_tokenizer(pre_tokenizers.WhitespaceSplit(),
+                                                 model=models.WordPiece(unk_token="<unk>")),
+    }[kind]()
+    assert tokenizer.backend_tokenizer.decoder is None
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.tokenization"):
+        check_decodes_to_text(tokenizer, GERMAN_TARGETS * 3, "toks/nodecoder")
+    assert len(caplog.messages) == 1 and caplog.messages[0].startswith("The tokenizer toks/nodecoder has no decoder")
+    expected = {"byte-level": "ByteLevel decoder that its ByteLevel pre-tokenizer",
+                "metaspace": "Metaspace decoder that its Metaspace pre-tokenizer",
+                "wordpiece": "WordPiece decoder that its model's continuing-subword prefix '##'"}[kind]
+    assert f"It now decodes with the {expected} calls for" in caplog.messages[0]
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = AutoTokenizer.from_pretrained(tmp_path)
+    for text in GERMAN_TARGETS:
+        assert reloaded.decode(reloaded(text_target=text)["input_ids"], skip_special_tokens=True) == text
+
+
+def test_a_tokenizer_that_changes_only_the_spaces_at_punctuation_is_warned_about(caplog):
+    """A word-level tokenizer with a Whitespace pre-tokenizer decodes "Straße ." for "Straße.": no decoder can put
+    the spaces back, but the words are the words, so a warning, not a refusal."""
+    import logging
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from hf_vanilla_transformer.tokenization import check_decodes_to_text
+
+    backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.train_from_iterator(GERMAN_TARGETS, trainers.WordLevelTrainer(
+        special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>",
+                                        eos_token="</s>", unk_token="<unk>")
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.tokenization"):
+        check_decodes_to_text(tokenizer, GERMAN_TARGETS, "toks/words")
+    assert caplog.messages == [
+        "The tokenizer toks/words decodes 6 of 6 training targets with other spaces at punctuation, e.g. "
+        "'Die Kinder essen Äpfel und trinken Saft.' -> 'Die Kinder essen Äpfel und trinken Saft .', and so will the "
+        "model's translations read (and be scored). A tokenizer whose pre-tokenizer keeps the spaces (ByteLevel, "
+        "Metaspace) gives text back as it is; leaving --tokenizer_name out trains one on the data."]
+
+
+def test_the_decoding_sample_is_spread_over_the_training_targets():
+    from datasets import DatasetDict
+
+    from hf_vanilla_transformer.tokenization import decoding_sample
+
+    rows = [{"de": f"Satz {i}", "en": "" if i % 7 == 0 else f"sentence {i}"} for i in range(1000)]
+    data = DatasetDict(train=Dataset.from_dict({"translation": rows}),
+                       validation=Dataset.from_dict({"translation": rows[:3]}))
+    sample = decoding_sample(data, "en")
+    assert sample == decoding_sample(data, "en")  # the same rows each time
+    assert sample[0] == "sentence 5" and sample[-1] == "sentence 995" and len(sample) == 200 - 29  # blank left out
+    assert decoding_sample(DatasetDict(validation=data["validation"]), "de") == ["Satz 0", "Satz 1", "Satz 2"]
+    assert decoding_sample(None, "en") == []
+
+
+def test_the_training_script_refuses_a_tokenizer_that_does_not_give_text_back(tmp_path):
+    """End to end, as /tmp's reproduction: `--tokenizer_name quicktour.json` (a `Tokenizer.save` file) is refused
+    before any training, in one message."""
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.training import main
+
+    quicktour_tokenizer().backend_tokenizer.save(str(tmp_path / "quicktour.json"))
+    english = [line for line in CORPUS[:6] if line.startswith(("A ", "Two", "The"))]
+    for split in ("train", "val"):
+        (tmp_path / f"{split}.en").write_text("\n".join(english * 4) + "\n", encoding="utf-8")
+        (tmp_path / f"{split}.de").write_text("\n".join(GERMAN_TARGETS[:3] * 4) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"The tokenizer .*quicktour\.json does not give text back: 12 of 12 "):
+        main(["--output_dir", str(tmp_path / "run"), "--tokenizer_name", str(tmp_path / "quicktour.json"),
+              "--train_prefix", str(tmp_path / "train"), "--validation_prefix", str(tmp_path / "val"),
+              "--source_lang", "en", "--target_lang", "de", "--d_model", "32", "--layers", "1",
+              "--attention_heads", "2", "--ffn_dim", "64", "--max_steps", "1", "--disable_tqdm", "true"])
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_the_decoding_check_leaves_the_tokenizers_settings_as_they_were():
+    """transformers turns a backend's truncation and padding off for a call without them, and the run saves its
+    tokenizer after the check: a tokenizer.json's settings must come through it."""
+    from hf_vanilla_transformer.tokenization import check_decodes_to_text
+
+    tokenizer = train_bpe_tokenizer(CORPUS, vocab_size=300, min_frequency=1)
+    tokenizer.backend_tokenizer.enable_truncation(max_length=50)
+    tokenizer.backend_tokenizer.enable_padding(length=60, pad_id=0, pad_token="<pad>")
+    before = tokenizer.backend_tokenizer.truncation, tokenizer.backend_tokenizer.padding
+    check_decodes_to_text(tokenizer, CORPUS[:6], "toks/settings")
+    assert (tokenizer.backend_tokenizer.truncation, tokenizer.backend_tokenizer.padding) == before
+    assert tokenizer.backend_tokenizer.decoder is not None

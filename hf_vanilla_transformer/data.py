@@ -426,6 +426,7 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
         if not has_pairs:
             raise InputError(f"The {split} split has no sentence pairs: give it data, or leave the split out.")
         _warn_if_sides_are_the_same(dataset, split, args.source_lang, args.target_lang)
+    _warn_about_evaluation_data(datasets, args.source_lang, args.target_lang)
     return datasets
 
 
@@ -1123,6 +1124,75 @@ def _warn_if_sides_are_the_same(dataset: Dataset, split: str, source_lang: str, 
             "check that the two languages do not come from one file or column (a model trained on them learns to "
             "copy its input)."
         )
+
+
+LANGUAGE_SAMPLE = 5000
+"""Training pairs whose words stand for each language in `_warn_about_evaluation_data` (spread over the split)."""
+
+
+def _warn_about_evaluation_data(datasets: DatasetDict, source_lang: str, target_lang: str) -> None:
+    """Warn where validation or test data cannot say much about a model trained on the train split: its two sides
+    in each other's language (swapped files or columns: the Multi30k model scored BLEU 0 on such a split, without a
+    word), or a fifth of its pairs or more also training pairs (the scores then measure memory more than
+    translation). A side is taken for the other language where more of its words are training words of that one
+    than of its own, by 20 points or more: related languages, whose words the two sides share, are never flagged."""
+    train = datasets.get("train")
+    if train is None or not len(train):
+        return
+    rows = sorted({row * len(train) // LANGUAGE_SAMPLE for row in range(min(LANGUAGE_SAMPLE, len(train)))})
+    sample = train.select(rows)["translation"]
+    vocabulary = {lang: {word for pair in sample for word in _words(pair[lang])} for lang in (source_lang, target_lang)}
+    for split in ("validation", "test"):
+        dataset = datasets.get(split)
+        if dataset is None or not len(dataset):
+            continue
+        pairs = dataset[:LANGUAGE_SAMPLE]["translation"]
+        misread = []
+        for lang, other in ((source_lang, target_lang), (target_lang, source_lang)):
+            words = [word for pair in pairs for word in _words(pair[lang])]
+            own, others = (sum(word in vocabulary[each] for word in words) / max(len(words), 1) for each in (lang, other))
+            if others >= own + 0.2:
+                misread.append(f"{lang} side reads as {other} ({others:.0%} of its words are {other} training "
+                               f"words, {own:.0%} {lang} ones)")
+        if misread:
+            logger.warning("The %s split's %s: are its files or columns swapped? Scored so, a model's BLEU says "
+                           "nothing of it.", split, " and its ".join(misread))
+        known = _pairs_also_in(dataset, train, source_lang, target_lang)
+        if known >= max(1, len(dataset) / 5):
+            logger.warning(
+                "%d of the %d %s pairs are training pairs too: its scores measure how well the model remembers "
+                "them more than how it translates. Hold out pairs that are not in the training data.",
+                known, len(dataset), split,
+            )
+
+
+def _words(text: str | None) -> list[str]:
+    return re.findall(r"\w+", text.lower()) if isinstance(text, str) else []
+
+
+def _pairs_also_in(dataset: Dataset, train: Dataset, source_lang: str, target_lang: str) -> int:
+    """How many of `dataset`'s pairs are, text for text, pairs of `train` too."""
+    wanted: dict[str, set] = {}
+    for pair in dataset["translation"]:
+        wanted.setdefault(pair[source_lang], set()).add(pair[target_lang])
+    found = {(source, target) for source, target in _pairs_with_sources(train, wanted, source_lang, target_lang)
+             if target in wanted[source]}
+    return sum((pair[source_lang], pair[target_lang]) in found for pair in dataset["translation"])
+
+
+def _pairs_with_sources(train: Dataset, sources, source_lang: str, target_lang: str) -> Iterator[tuple[str, str]]:
+    """The (source, target) pairs of `train` whose source is one of `sources`: looked up by pyarrow a batch at a
+    time (quick for millions of pairs), or one by one where the column is not a struct (datasets' Json)."""
+    if not pa.types.is_struct(train.features.arrow_schema.field("translation").type):
+        yield from ((pair[source_lang], pair[target_lang]) for pair in train["translation"]
+                    if pair[source_lang] in sources)
+        return
+    value_set = pa.array([source for source in sources if isinstance(source, str)], type=pa.string())
+    for batch in train.with_format("arrow").iter(batch_size=100_000):
+        column = batch.column("translation").combine_chunks()
+        train_sources, train_targets = column.field(source_lang), column.field(target_lang)
+        hits = pc.indices_nonzero(pc.fill_null(pc.is_in(train_sources, value_set=value_set), False))
+        yield from zip(pc.take(train_sources, hits).to_pylist(), pc.take(train_targets, hits).to_pylist())
 
 
 def _check_translation_column(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> None:

@@ -190,6 +190,40 @@ def test_the_same_text_on_both_sides_is_warned_about(tmp_path, caplog):
                         "them learns to copy its input)."]  # the validation split, a real translation, is not named
 
 
+def test_validation_data_in_each_others_language_or_from_the_training_data_is_warned_about(tmp_path, caplog):
+    """val.en holding the German (files or columns swapped) was scored as it was: BLEU 0 for the Multi30k model,
+    without a word; a validation split of training pairs scores memory. Both are said; a sound split is not."""
+    subjects = [("Der Hund", "The dog"), ("Die Katze", "The cat"), ("Ein Mann", "A man"), ("Eine Frau", "A woman"),
+                ("Das Kind", "The child"), ("Ein Vogel", "A bird")]
+    verbs = [("läuft", "runs"), ("schläft", "sleeps"), ("singt", "sings"), ("isst", "eats"), ("spielt", "plays")]
+    places = [("im Park", "in the park"), ("zu Hause", "at home"), ("am Strand", "on the beach"),
+              ("im Garten", "in the garden")]
+    pairs = [(f"{s_de} {v_de} {p_de}.", f"{s_en} {v_en} {p_en}.")
+             for s_de, s_en in subjects for v_de, v_en in verbs for p_de, p_en in places]
+    train, validation = pairs[::2], pairs[1::2]
+    write_lines(tmp_path / "train.de", [de for de, _ in train])
+    write_lines(tmp_path / "train.en", [en for _, en in train])
+
+    def warnings_for(validation_pairs):
+        write_lines(tmp_path / "val.de", [de for de, _ in validation_pairs])
+        write_lines(tmp_path / "val.en", [en for _, en in validation_pairs])
+        args = TranslationDataArguments(source_lang="de", target_lang="en", train_prefix=str(tmp_path / "train"),
+                                        validation_prefix=str(tmp_path / "val"))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+            load_translation_datasets(args)
+        return caplog.messages
+
+    assert warnings_for(validation) == []
+    swapped = warnings_for([(en, de) for de, en in validation])
+    assert len(swapped) == 1 and swapped[0].startswith("The validation split's de side reads as en (")
+    assert "% de ones) and its en side reads as de (" in swapped[0] and "are its files or columns swapped?" in swapped[0]
+    known = warnings_for(train[:30] + validation[:10])
+    assert known == [f"30 of the 40 validation pairs are training pairs too: its scores measure how well the model "
+                     "remembers them more than how it translates. Hold out pairs that are not in the training data."]
+    assert warnings_for(train[:3] + validation[:27]) == []  # a few in 30: as real corpora have
+
+
 def test_load_translation_datasets_from_json_lines(tmp_path):
     rows = [{"translation": {"en": en, "de": de}} for de, en in zip(GERMAN, ENGLISH)]
     for split in ("train", "test"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -41,6 +42,9 @@ logger = logging.get_logger(__name__)
 @dataclass
 class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
     """`Seq2SeqTrainingArguments` plus `--max_tokens_per_batch` (per device; the paper used ~25k over 8 GPUs)."""
+
+    _argument_group_name = ("training flags: Seq2SeqTrainingArguments', then this package's (--max_tokens_per_batch, "
+                            "--bucket_shapes, --average_last_checkpoints, ...) at the end")
 
     max_tokens_per_batch: int | None = field(
         default=None,
@@ -473,12 +477,25 @@ class MarkCheckpointComplete(TrainerCallback):
         PartialState().wait_for_everyone()
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            readable_weights(folder)
             staging = folder / f".{CHECKPOINT_COMPLETE}.tmp"
             arguments = args.to_dict()
             record = {"global_step": state.global_step, "run": self.run_settings,
                       "arguments": {name: arguments[name] for name in RESUMED_ARGUMENTS if name in arguments}}
             staging.write_text(json.dumps(record, indent=2, default=str))
             os.replace(staging, folder / CHECKPOINT_COMPLETE)  # atomic: the marker is there whole or not at all
+
+
+def readable_weights(folder: str | Path) -> None:
+    """Give the .safetensors files in `folder` the permissions the user's umask gives new files (-rw-r--r-- under
+    022): safetensors 0.8 writes through a temporary file, which leaves them -rw------- (safetensors issue #782),
+    so another user, or a container running as one, could not load the model that every other file of the run is
+    readable beside."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in Path(folder).glob("*.safetensors"):
+        with contextlib.suppress(OSError):  # not the user's file (a shared folder): left as it is
+            os.chmod(path, 0o666 & ~mask)
 
 
 def is_complete_checkpoint(folder: str | Path) -> bool:

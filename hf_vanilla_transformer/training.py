@@ -90,6 +90,7 @@ from .trainer import (
     TokenBatchingSeq2SeqTrainingArguments,
     is_complete_checkpoint,
     last_complete_checkpoint,
+    readable_weights,
     run_checkpoints,
 )
 from .training_curves import plot_training_curves
@@ -159,6 +160,8 @@ TINY_MODEL = dict(
 class ModelArguments:
     """Which model to train: a fresh one (a preset plus size flags, or `--config_name`) or an existing one."""
 
+    _argument_group_name = "model flags: a new model's size (a preset, then single sizes), or the model to fine-tune"
+
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "Fine-tune this model (a directory or Hub id) instead of training a new one."}
     )
@@ -187,6 +190,8 @@ class ModelArguments:
 @dataclass
 class DataArguments(TranslationDataArguments):
     """Data sources (see TranslationDataArguments) plus lengths, sample limits and printing."""
+
+    _argument_group_name = "data flags: one source (prefixes of plain text, files, a datasets folder or Hub id), its languages, limits"
 
     max_source_length: int = field(default=256, metadata={"help": "Truncate sources to this many tokens."})
     max_target_length: int = field(
@@ -528,6 +533,24 @@ def show_run_defaults_in_help(parser: HfArgumentParser, defaults: dict[str, str]
         if action.dest == "learning_rate" and "learning_rate" not in defaults:
             action.default = ("d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3); "
                               f"{FINE_TUNING_LEARNING_RATE:g} with --model_name_or_path, the Trainer's default")
+    phases = ("By default every phase runs where the data has its split: train, evaluate on validation, translate "
+              "the test split; --do_X false leaves one out, and naming phases true (--do_eval --do_predict) runs those "
+              "alone.")
+    own_help = {
+        "do_train": f"Train. {phases}", "do_eval": "Evaluate (BLEU, chrF) on the validation split.",
+        "do_predict": "Translate and score the test split.",
+        "resume_from_checkpoint": "true: go on from the last complete checkpoint in --output_dir, with the flags the run "
+                                  "started with; or the path of one checkpoint-<step> folder.",
+        "push_to_hub": "Push the run's model, tokenizer and card to the Hub once, at the end (--hub_model_id names "
+                       "the repository; default: the output folder's name).",
+    }
+    for action in parser._actions:
+        if action.dest in own_help:
+            action.help = own_help[action.dest]
+        if action.dest in PHASES:  # the dataclass's False is not what runs
+            action.default = "true where its split is there, unless other phases are named true"
+    parser.usage = ("%(prog)s --output_dir DIR [data flags] [model flags] [training flags]\n"
+                    "       %(prog)s FLAGS.json (or .yaml: the same flags as a file)")
     run = ("the built-in number-words run's (name a data flag, e.g. `--train_prefix data/train --help`, to see a "
            "run on your data's)" if builtin else "a run on your data's")
     parser.description = (
@@ -1055,7 +1078,10 @@ def setup_logging(training_args) -> None:
         handlers=[logging.StreamHandler(sys.stdout)],
     )
     level = training_args.get_process_log_level()
-    logging.getLogger(__package__).setLevel(level)  # this module's logger and the package's others
+    # this module's logger and the package's others: their few info lines (the model's size, the vocabulary trained,
+    # where the translations went) shown by the main process unless --log_level says otherwise
+    ours = logging.INFO if training_args.log_level == "passive" and training_args.should_log else level
+    logging.getLogger(__package__).setLevel(ours)
     datasets.utils.logging.set_verbosity(level)
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
@@ -1179,6 +1205,7 @@ def main(argv: list[str] | None = None) -> dict:
             ) from None
         metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
         if prefix == "eval" and training_args.do_train:
+            warn_if_averaging_scored_less(trainer.state.log_history, metrics, all_metrics.get("averaged_checkpoints"))
             trainer.log(metrics)  # the final point of the training curves
         trainer.log_metrics(prefix, metrics)
         trainer.save_metrics(prefix, metrics)
@@ -1206,9 +1233,7 @@ def main(argv: list[str] | None = None) -> dict:
         if signatures:
             print("sacreBLEU signatures: BLEU {bleu}, chrF {chrf}".format(**signatures))
         if training_args.do_train:
-            print(f"\nThe run's model, tokenizer and model card are in {output_dir}: translate with python "
-                  f"{translate_script()} {output_dir}, or load it with "
-                  f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}) after import hf_vanilla_transformer.")
+            print("\n" + where_the_run_is(output_dir, samples_split))
         if push_to_hub:
             try:
                 commit = push_from_training_args(training_args)
@@ -1226,6 +1251,33 @@ def main(argv: list[str] | None = None) -> dict:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()  # as torch asks of a distributed program before it exits
     return all_metrics
+
+
+def warn_if_averaging_scored_less(log_history: list[dict], final: dict, averaged: int | None) -> None:
+    """Warn where the run's model, the average of its last checkpoints, scores lower validation BLEU than the last
+    evaluation during training did: a short run's checkpoints still far apart, which averaging pulls back (the card
+    and the console gave only the lower score, and the plot a point below the curve)."""
+    last = next((entry for entry in reversed(log_history) if "eval_bleu" in entry), None)
+    if not averaged or last is None or "eval_bleu" not in final or final["eval_bleu"] >= last["eval_bleu"] - 0.5:
+        return
+    logger.warning(
+        "The run's model, the average of its last %d checkpoints, scores BLEU %.2f on validation, below the %.2f of "
+        "the model at step %d: its checkpoints are still far apart (averaging is for a run's end, where they differ "
+        "little: the paper averaged the last 5 of 100,000 steps). Train longer, save checkpoints closer together "
+        "(--save_steps), or keep the last weights with --average_last_checkpoints 0.",
+        averaged, final["eval_bleu"], last["eval_bleu"], last.get("step", 0),
+    )
+
+
+def where_the_run_is(output_dir: Path, translated_split: str | None) -> str:
+    """The run's last line: what is in its folder, and how to translate with the model."""
+    kept = [what for name, what in (("all_results.json", "scores"), ("training_curves.png", "training curves"),
+                                    ("generated_predictions.txt", f"{translated_split} translations"))
+            if (output_dir / name).is_file()]
+    with_these = f", with its {', '.join(kept[:-1]) + ' and ' if len(kept) > 1 else ''}{kept[-1]}" if kept else ""
+    return (f"The run's model, tokenizer and model card are in {output_dir}{with_these}. Translate a file with "
+            f"python {translate_script()} {output_dir} input.txt -o output.txt, or load the model with "
+            f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}) after import hf_vanilla_transformer.")
 
 
 def translate_script() -> str:
@@ -1296,6 +1348,8 @@ def train(trainer, resume_from: str | None) -> dict:
     if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model()
+    if trainer.is_world_process_zero():
+        readable_weights(trainer.args.output_dir)
     trainer.log_metrics("train", metrics)
     trainer.save_metrics("train", metrics)
     trainer.save_state()

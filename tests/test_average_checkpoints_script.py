@@ -56,6 +56,9 @@ def mean_of(*checkpoints):
 def assert_holds(model_dir, expected):
     saved = load_file(model_dir / "model.safetensors")
     assert saved and all(torch.allclose(tensor, expected[name], atol=1e-6) for name, tensor in saved.items())
+    umask = os.umask(0)
+    os.umask(umask)  # readable as the run's other files are, not safetensors' -rw-------
+    assert (model_dir / "model.safetensors").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_help_shows_that_last_defaults_to_5(capsys):

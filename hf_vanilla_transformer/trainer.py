@@ -221,12 +221,19 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         """The Trainer's save; under FSDP2 with the model under its own class (see `own_class`) and each tied weight
         once: the gathered state dict holds a copy under every name of a tied weight, where save_pretrained looks for
-        names that share memory."""
+        names that share memory. Without transformers' "Writing model shards" bar, which drew a finished bar of one
+        shard into the training's output at every checkpoint."""
         if self.is_fsdp_enabled and state_dict is not None:
             tied = self.model.all_tied_weights_keys
             state_dict = {name: weight for name, weight in state_dict.items() if name not in tied}
-        with own_class(self.model):
-            super()._save(output_dir, state_dict)
+        bars = logging.is_progress_bar_enabled()
+        logging.disable_progress_bar()
+        try:
+            with own_class(self.model):
+                super()._save(output_dir, state_dict)
+        finally:
+            if bars:
+                logging.enable_progress_bar()
 
     def _issue_warnings_after_load(self, load_result) -> None:
         """The Trainer's warnings after loading a checkpoint, without the tied names (the embedding's other names and

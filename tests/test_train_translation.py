@@ -80,6 +80,8 @@ def test_builtin_run_writes_everything(builtin_run):
     assert last_logged["eval_bleu"] == results["eval_bleu"]  # the final evaluation, saved after it was made
     assert "Sample translations (de -> en)" in log and "hypothesis:" in log
     assert "eval_bleu" in log  # the Trainer's metric tables
+    assert "Writing model shards" not in log  # transformers' bar of one shard, at every checkpoint
+    assert "Model: VanillaTransformerForConditionalGeneration with" in log  # the run's info lines, shown
     translate = Path(SCRIPT).with_name("translate.py")  # beside the training script, as the command named it
     assert f"The run's model, tokenizer and model card are in {out}, with its scores, training curves and test " \
            f"translations. Translate a file with python {translate} {out} input.txt -o output.txt, or load the model " \

@@ -80,6 +80,11 @@ _SPLITS = (("validation", ("eval_",)), ("test", ("test_", "predict_")))
 TRAINING_CURVES = "training_curves.png"
 """The training script's plot of the run, shown in the card where the model's folder has it (a relative link: the
 file is pushed beside README.md, and the Hub shows it in place)."""
+_CAPTION_KEY = "Description"  # training_curves.CAPTION_KEY: the PNG text chunk that names the curves drawn
+_CURVES_CAPTION = "The training run's curves over the training steps"  # for a PNG that names none
+# The split behind each count of sentence pairs in the metrics (`split_sizes`' keys).
+_SIZE_SPLITS = {"train_samples": "train", "eval_samples": "validation", "test_samples": "test",
+                "predict_samples": "test"}
 _SIZES = {"train_samples": "Training sentence pairs", "eval_samples": "Validation sentence pairs",
           "test_samples": "Test sentence pairs", "predict_samples": "Test sentence pairs",
           "epoch": "Epochs trained", "train_runtime": "Training time (s)", "train_loss": "Mean training loss"}
@@ -115,6 +120,7 @@ def create_model_card(
     project_url: str | None = None,
     metric_signatures: Mapping[str, str] | None = None,
     run_recorded: bool = True,
+    split_sizes: Mapping[str, Sequence[int]] | None = None,
     template_path: str | os.PathLike | None = None,
 ) -> ModelCard:
     """Render the card of the model saved in `model_dir` (config.json, weights; tokenizer.json if there).
@@ -146,6 +152,9 @@ def create_model_card(
     computed), stated under the results; left out when not given, since a card rendered later cannot know them.
     `run_recorded=False`: the training run left no record of its data and settings (a checkpoint pushed before its
     run finished): the card says so rather than guessing them from the figures it has.
+    `split_sizes`: split ("train", "validation", "test") -> (pairs kept, pairs in the split) for the splits that the
+    run cut to their first pairs (`--max_train_samples`, `--max_eval_samples`, `--max_predict_samples`): the card
+    says so where it gives their sizes, and that such scores are not the whole split's.
     """
     model_dir = Path(model_dir)
     example = example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate.")
@@ -159,7 +168,8 @@ def create_model_card(
         metrics = _read_json(model_dir / "all_results.json", optional=True)
     repo_id = repo_id or str(model_dir)
     model_name = model_name or repo_id.rstrip("/").split("/")[-1]
-    results = _results(metrics, eval_split)
+    split_sizes = _cut_splits(split_sizes)
+    results = _results(metrics, eval_split, split_sizes)
     decoding_words = _decoding(
         _read_json(model_dir / "generation_config.json", optional=True), _evaluation_decoding(training_args, decoding)
     )
@@ -215,16 +225,19 @@ def create_model_card(
         converted_from_local=bool(converted_shown),
         recipe=_recipe(training_args),
         curves=TRAINING_CURVES if (model_dir / TRAINING_CURVES).is_file() else None,
-        data_sizes=_data_sizes(metrics),
+        curves_caption=_curves_caption(model_dir / TRAINING_CURVES),
+        data_sizes=_data_sizes(metrics, split_sizes),
         example=example,
         example_literal=json.dumps(example, ensure_ascii=False),  # a Python string literal for the code blocks
         metric_signatures=metric_signatures,
     )
 
 
-def _data_sizes(metrics: Mapping[str, float]) -> list[tuple[str, str]]:
+def _data_sizes(metrics: Mapping[str, float], split_sizes: Mapping[str, tuple[int, int]] | None = None
+                ) -> list[tuple[str, str]]:
     """The card's rows of data sizes and training figures. A resumed run's time and mean loss are the Trainer's for
-    the steps after the checkpoint it resumed from (`resumed_from_step`), and say so."""
+    the steps after the checkpoint it resumed from (`resumed_from_step`), and say so. A split the run cut to its
+    first pairs (`split_sizes`, as `_cut_splits` gives them) says of how many."""
     resumed = metrics.get("resumed_from_step")
     rows = []
     for key, label in _SIZES.items():
@@ -233,8 +246,55 @@ def _data_sizes(metrics: Mapping[str, float]) -> list[tuple[str, str]]:
         if resumed and key in ("train_runtime", "train_loss"):
             label = label.replace(" (s)", "") + f", after resuming at step {int(resumed)}" + (
                 " (s)" if key == "train_runtime" else "")
+        if key in _SIZE_SPLITS:
+            rows.append((label, _pairs(metrics[key], (split_sizes or {}).get(_SIZE_SPLITS[key]))))
+            continue
         rows.append((label, _number(metrics[key])))
     return rows
+
+
+def _cut_splits(split_sizes: Mapping[str, Sequence[int]] | None) -> dict[str, tuple[int, int]]:
+    """split -> (pairs kept, pairs in the split) for the splits of `split_sizes` that were cut (fewer kept than
+    the split has); a JSON round trip's lists are taken as pairs too."""
+    cut = {}
+    for split, sizes in (split_sizes or {}).items():
+        try:
+            kept, total = (int(size) for size in sizes)
+        except (TypeError, ValueError):  # not a (kept, total) pair: nothing to say
+            continue
+        if 0 <= kept < total:
+            cut[split] = (kept, total)
+    return cut
+
+
+def _pairs(count: Any, cut: tuple[int, int] | None) -> str:
+    """A count of sentence pairs for the card: "1,014"; "the first 200 of 1,014" for a split cut to its first 200
+    pairs; "198, from the first 200 of 1,014" where the run left some of those out (blank, over-long)."""
+    if cut is None or count is None:
+        return _number(count)
+    kept, total = cut
+    if isinstance(count, numbers.Real) and count == kept:
+        return f"the first {kept:,} of {total:,}"
+    return f"{_number(count)}, from the first {kept:,} of {total:,}"
+
+
+def _curves_caption(path: Path) -> str | None:
+    """The training curves' caption: the one the training script wrote into the PNG (which curves it drew), on one
+    line and without brackets (it is the image's text in Markdown), else words that claim no curve; None for no
+    file."""
+    if not path.is_file():
+        return None
+    caption = None
+    try:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            caption = getattr(image, "text", {}).get(_CAPTION_KEY)
+    except Exception:  # noqa: BLE001 - no PNG, a damaged one, no Pillow: the words that claim no curve
+        pass
+    if isinstance(caption, str):
+        caption = " ".join(re.sub(r"[\[\]\\]", " ", caption).split())[:300]  # brackets would end the image's text
+    return caption or _CURVES_CAPTION
 
 
 def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
@@ -361,8 +421,10 @@ def _read_json(path: Path, what: str | None = None, optional: bool = False) -> d
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _results(metrics: Mapping[str, float], eval_split: str) -> list[dict]:
-    """One row per split with a BLEU or chrF score: split, bleu, chrf, samples (formatted)."""
+def _results(metrics: Mapping[str, float], eval_split: str,
+             split_sizes: Mapping[str, tuple[int, int]] | None = None) -> list[dict]:
+    """One row per split with a BLEU or chrF score: split, bleu, chrf, samples (formatted; of how many pairs, for a
+    split cut to its first pairs), cut ((pairs kept, pairs in the split) for such a split, else None)."""
     rows = []
     for split, prefixes in _SPLITS:
         for prefix in prefixes:
@@ -373,7 +435,8 @@ def _results(metrics: Mapping[str, float], eval_split: str) -> list[dict]:
                 "split": eval_split if split == "validation" else split,
                 "bleu": "–" if bleu is None else f"{bleu:.2f}", "chrf": "–" if chrf is None else f"{chrf:.2f}",
                 "bleu_value": bleu, "chrf_value": chrf,
-                "samples": _number(metrics.get(f"{prefix}samples")),
+                "samples": _pairs(metrics.get(f"{prefix}samples"), (split_sizes or {}).get(split)),
+                "cut": (split_sizes or {}).get(split),
             })
             break
     return rows

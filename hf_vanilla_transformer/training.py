@@ -1118,12 +1118,14 @@ def main(argv: list[str] | None = None) -> dict:
     for flag, split in PHASES.items():
         if not getattr(training_args, flag) and split in loaded:
             del loaded[split]  # a phase that does not run needs no tokenizing
+    split_sizes = {}  # split -> (pairs kept, pairs in the split) where --max_*_samples cut it
     for split, limit in (
         ("train", data_args.max_train_samples),
         ("validation", data_args.max_eval_samples),
         ("test", data_args.max_predict_samples),
     ):
         if limit is not None and split in loaded:
+            split_sizes[split] = (min(limit, len(loaded[split])), len(loaded[split]))  # for the model card
             loaded[split] = loaded[split].select(range(min(limit, len(loaded[split]))))
     scored_rows = {split: rows_with_text(loaded[split], data_args.source_lang, data_args.target_lang)
                    for split in ("validation", "test") if split in loaded}
@@ -1185,7 +1187,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     all_metrics = train(trainer, resume_from) if training_args.do_train else {}
     if training_args.do_train and trainer.is_world_process_zero():  # rendered again with the scores; a Ctrl-C
-        save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics)  # while scoring keeps it
+        save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics,  # while scoring keeps it
+                      split_sizes=split_sizes)
 
     # Validation and test are translated once each: the last one's translations are written out and shown.
     translations, samples_split = [], None
@@ -1226,7 +1229,8 @@ def main(argv: list[str] | None = None) -> dict:
         # of the scores, where there are any
         signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize) if samples_split else None
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
-            save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, signatures)
+            save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, signatures,
+                          split_sizes=split_sizes)
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
@@ -1289,7 +1293,7 @@ def translate_script() -> str:
 
 
 def save_run_card(trainer, model, model_args, data_args, raw_datasets, metrics: dict,
-                  signatures: dict | None = None) -> None:
+                  signatures: dict | None = None, split_sizes: dict | None = None) -> None:
     """The run's training curves, translation pipeline and model card (with `metrics`, the scores' sacreBLEU
     `signatures`) in its output folder."""
     training_args = trainer.args
@@ -1316,6 +1320,7 @@ def save_run_card(trainer, model, model_args, data_args, raw_datasets, metrics: 
         example=card_example(raw_datasets, data_args.source_lang),
         tokenizer_from=model_args.tokenizer_name or model_args.model_name_or_path,
         base_model=model_args.model_name_or_path,
+        split_sizes=split_sizes,
     )
 
 

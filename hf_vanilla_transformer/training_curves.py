@@ -1,4 +1,8 @@
-"""A PNG of the training and validation loss and the validation BLEU over steps, from the Trainer's log history."""
+"""A PNG of the training and validation loss and the validation BLEU over steps, from the Trainer's log history.
+
+The PNG carries a caption that names the curves drawn (`curves_caption`, in the text chunk `CAPTION_KEY`): the model
+card shows the picture with it, so that a run without evaluation during training is not said to show any.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 _FEW_POINTS = 10  # training losses drawn as points too below this many
+CAPTION_KEY = "Description"  # the PNG text chunk of the caption (a keyword the PNG specification defines)
 
 
 def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
@@ -33,12 +38,13 @@ def plot_training_curves(
     log_history: list[dict], path: str | Path, final_label: str = "the run's model", *, num_beams: int | None = None,
     label_smoothing: float | None = None,
 ) -> Path | None:
-    """Save `draw_training_curves`' figure to `path` (a PNG); None, and no file, if nothing was logged."""
+    """Save `draw_training_curves`' figure to `path` (a PNG), with `curves_caption` in its `CAPTION_KEY` text chunk;
+    None, and no file, if nothing was logged."""
     figure = draw_training_curves(log_history, final_label, num_beams=num_beams, label_smoothing=label_smoothing)
     if figure is None:
         return None
     path = Path(path)
-    figure.savefig(path)
+    figure.savefig(path, metadata={CAPTION_KEY: curves_caption(log_history, final_label)})
     plt.close(figure)
     return path
 
@@ -89,6 +95,23 @@ def draw_training_curves(
     figure.legend(lines, [line.get_label() for line in lines], loc="outside lower center", ncols=2,
                   fontsize="small", frameon=False)
     return figure
+
+
+def curves_caption(log_history: list[dict], final_label: str = "the run's model") -> str | None:
+    """Words for what `draw_training_curves` draws from `log_history`, for a caption: "Training and validation loss
+    and validation BLEU over the training steps, and the validation BLEU of the run's model", "Training loss over
+    the training steps, and the validation BLEU of the run's model" for a run that did not evaluate while training
+    (--eval_strategy no); None where it draws nothing."""
+    series = curves(log_history)
+    losses = [name for name, key in (("training", "loss"), ("validation", "eval_loss")) if series[key]]
+    drawn = [" and ".join(losses) + " loss"] if losses else []
+    drawn += ["validation BLEU"] if series["eval_bleu"] else []
+    words = [" and ".join(drawn) + " over the training steps"] if drawn else []
+    words += [f"the validation BLEU of {final_label}"] if series["final_bleu"] else []
+    if not words:
+        return None
+    caption = ", and ".join(words)
+    return caption[0].upper() + caption[1:]
 
 
 def _loss_axis_label(label_smoothing: float | None) -> str:

@@ -556,3 +556,52 @@ def test_each_split_is_credited_to_its_own_files_in_the_model_index(tmp_path):
     assert stored["evaluation_descriptions"] == {"validation": "the local file `val.jsonl`"}
     assert named == {"validation": "the local file `val.jsonl` de-en",
                      "test": "local files `test.de` and `test.en` de-en"}
+
+
+def test_the_training_curves_caption_says_which_curves_were_drawn(tmp_path):
+    """The card's picture was "Training and validation loss and validation BLEU over the training steps" whatever
+    the plot drew: a run without evaluation during training (--eval_strategy no) draws no validation loss."""
+    from hf_vanilla_transformer.training_curves import plot_training_curves
+
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    training = [{"loss": 8.0 - step / 100, "step": step} for step in range(50, 301, 50)]
+    final = [{"train_runtime": 9.0, "train_loss": 6.0, "step": 300},
+             {"eval_bleu": 2.0, "eval_samples": 10, "step": 300}]
+    text = create_model_card(model_dir, metrics=METRICS).text
+    assert "training_curves.png" not in text and "![" not in text  # no plot written (a run shorter than a log step)
+    plot_training_curves(training + final, model_dir / "training_curves.png")
+    text = save_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).read_text()
+    assert ("![Training loss over the training steps, and the validation BLEU of the run's model]"
+            "(training_curves.png)") in text
+    assert "validation loss" not in text
+    evaluated = [{"eval_loss": 7.0, "eval_bleu": 1.0, "step": 300} if entry["step"] == 300 else entry
+                 for entry in training] + training[-1:] + final
+    plot_training_curves(evaluated, model_dir / "training_curves.png")
+    text = update_model_card(model_dir, repo_id="user/x").read_text()  # a push renders it again: the file's caption
+    assert ("![Training and validation loss and validation BLEU over the training steps, and the validation BLEU of "
+            "the run's model](training_curves.png)") in text
+    (model_dir / "training_curves.png").write_bytes(b"\x89PNG")  # a plot without a caption claims no curve
+    text = create_model_card(model_dir, metrics=METRICS).text
+    assert "![The training run's curves over the training steps](training_curves.png)" in text
+
+
+def test_a_split_cut_to_its_first_pairs_says_of_how_many(tmp_path):
+    """--max_eval_samples 200 and --max_train_samples 5000 made a card say "validation ... 200" and "Training
+    sentence pairs: 5,000", not that these were the first 200 of 1,014 and the first 5,000 of 29,000."""
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    metrics = {**METRICS, "eval_samples": 200, "train_samples": 4990}  # 10 over-long training pairs left out
+    sizes = {"train": (5000, 29000), "validation": (200, 1014), "test": (1000, 1000)}  # the test split whole
+    save_model_card(model_dir, source_lang="de", target_lang="en", metrics=metrics, split_sizes=sizes)
+    for text in (ModelCard.load(model_dir / "README.md").text,
+                 update_model_card(model_dir, repo_id="user/x").read_text()):  # rendered again from the JSON
+        assert "| validation | 27.35 | 55.50 | the first 200 of 1,014 |" in text
+        assert "| test | 26.00 | 54.25 | 1,000 |" in text
+        assert ("The validation scores are of the first 200 of the split's 1,014 sentence pairs only: they are not "
+                "comparable with scores on the whole split.") in text
+        assert "The test scores" not in text
+        assert "- Validation sentence pairs: the first 200 of 1,014\n" in text
+        assert "- Training sentence pairs: 4,990, from the first 5,000 of 29,000\n" in text
+        assert "- Test sentence pairs: 1,000\n" in text
+    whole = create_model_card(model_dir, metrics=METRICS).text  # no sizes given: the counts alone, as before
+    assert "| validation | 27.35 | 55.50 | 1,014 |" in whole and "- Training sentence pairs: 29,000\n" in whole
+    assert "the first" not in whole and "not comparable" not in whole

@@ -109,3 +109,30 @@ def test_a_final_bleu_near_100_is_drawn_whole(draw, tmp_path):
     top = max(entry["eval_bleu"] for entry in typical_history() if "eval_bleu" in entry) * 1.15 + 1
     assert draw(typical_history()).axes[1].get_ylim()[1] == pytest.approx(top)  # not widened to the next tick
     plot_training_curves(history, tmp_path / "curves.png", num_beams=4, label_smoothing=0.1)
+
+
+def test_the_png_carries_a_caption_naming_the_curves_drawn(tmp_path):
+    """The model card showed every plot as "Training and validation loss and validation BLEU over the training steps",
+    also that of a run without evaluation during training (--eval_strategy no, the laptop recipe): the plot names
+    what it draws in the PNG, for the card to say."""
+    from PIL import Image
+
+    from hf_vanilla_transformer.training_curves import CAPTION_KEY, curves_caption
+
+    training_only = [entry for entry in typical_history()[:-1] if "eval_bleu" not in entry] + typical_history()[-1:]
+    averaged = "the run's model (average of the last 5 checkpoints)"
+    assert curves_caption(training_only, averaged) == (
+        "Training loss over the training steps, and the validation BLEU of the run's model (average of the last 5 "
+        "checkpoints)")
+    assert curves_caption(typical_history()) == (
+        "Training and validation loss and validation BLEU over the training steps, and the validation BLEU of the "
+        "run's model")
+    assert curves_caption(typical_history()[:-2]) == (  # before the final evaluation
+        "Training and validation loss and validation BLEU over the training steps")
+    assert curves_caption([entry for entry in training_only if "loss" in entry]) == (
+        "Training loss over the training steps")
+    assert curves_caption(typical_history()[-2:]) == "The validation BLEU of the run's model"  # no loss logged yet
+    assert curves_caption([]) is None
+    path = plot_training_curves(training_only, tmp_path / "curves.png", averaged, num_beams=4)
+    with Image.open(path) as image:
+        assert image.text[CAPTION_KEY] == curves_caption(training_only, averaged)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import difflib
 import glob
 import gzip
 import io
 import json
 import logging
+import os
 import re
 import shlex
 import zlib
@@ -294,34 +296,177 @@ def _translation_dataset(sources: list[str], targets: list[str], source_lang: st
     return Dataset(pa.table({"translation": column}))
 
 
-def resolve_parallel_files(prefix: str | Path, source_lang: str, target_lang: str) -> tuple[Path, Path]:
+def resolve_parallel_files(
+    prefix: str | Path, source_lang: str, target_lang: str, split: str | None = None
+) -> tuple[Path, Path]:
     """Return the files `{prefix}.{lang}` or `{prefix}.{lang}.gz` for both languages (fairseq's `--trainpref`);
-    MissingFileError naming them, which says to leave the language out of a prefix that ends with it."""
-    try:
-        return _resolve_language_file(prefix, source_lang), _resolve_language_file(prefix, target_lang)
-    except MissingFileError as error:
-        name = str(prefix)
-        ending = next((ending for lang in (source_lang, target_lang) for ending in (f".{lang}.gz", f".{lang}")
-                       if name.endswith(ending)), None)
-        if ending is None:
-            raise
-        shorter = name.removesuffix(ending)  # `data/train.en` given: one of the files, not their prefix
-        raise MissingFileError(
-            f"{error} The prefix {name!r} ends with the language ({ending}): give the prefix without it, "
-            f"{shorter!r}, which names {shorter}.{source_lang} and {shorter}.{target_lang} (or .gz)."
-        ) from None
+    MissingFileError otherwise, in one line that says what is wrong with the prefix (`--{split}_prefix` where
+    `split` is given) and how to fix it: a folder that is not there (a relative path, with the current directory it
+    is read from), a folder given for a prefix (the prefixes in it), a prefix that ends with the language, a name
+    without files (the names there like it), or languages the files are not in (the ones they are in)."""
+    files = [_language_file(prefix, lang) for lang in (source_lang, target_lang)]
+    if files[0] is not None and files[1] is not None:
+        return files[0], files[1]
+    missing = list(dict.fromkeys(lang for lang, file in zip((source_lang, target_lang), files) if file is None))
+    flag = f"--{split}_prefix" if split else "prefix"
+    raise MissingFileError(_missing_side_message(str(prefix), source_lang, target_lang, missing, flag))
 
 
-def _resolve_language_file(prefix: str | Path, lang: str) -> Path:
-    """Return `{prefix}.{lang}` if it exists, else `{prefix}.{lang}.gz`; raise FileNotFoundError naming both."""
-    candidates = [Path(f"{prefix}.{lang}"), Path(f"{prefix}.{lang}.gz")]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise MissingFileError(
-        f"No {lang!r} side for prefix {str(prefix)!r}: looked for {candidates[0]} and {candidates[1]}. A prefix "
-        "names line-aligned files `<prefix>.<source_lang>` and `<prefix>.<target_lang>` (optionally .gz)."
+def _language_file(prefix: str | Path, lang: str) -> Path | None:
+    """`{prefix}.{lang}` if it is a file, else `{prefix}.{lang}.gz` if it is one; None otherwise."""
+    return next((path for path in (Path(f"{prefix}.{lang}"), Path(f"{prefix}.{lang}.gz")) if path.is_file()), None)
+
+
+_NOT_LANGUAGES = {"csv", "tsv", "json", "jsonl", "txt", "parquet", "md", "py", "sh", "log", "bak", "orig", "tmp",
+                  "zip", "tar", "tgz", "bz2", "xz", "model", "vocab", "arrow", "pt", "bin", "safetensors", "yaml"}
+"""File name endings that say a format, not a language: `train.txt` is no `train` prefix's side."""
+
+
+def _prefix_languages(prefix: str | Path) -> dict[str, Path]:
+    """The languages that files `{prefix}.{lang}` or `{prefix}.{lang}.gz` are there for, sorted, each with its
+    file (`en` -> train.en.gz)."""
+    prefix = Path(prefix)
+    found = {}
+    if not prefix.name or not prefix.parent.is_dir():
+        return found
+    for path in sorted(prefix.parent.glob(f"{glob.escape(prefix.name)}.*")):
+        lang = path.name[len(prefix.name) + 1:].removesuffix(".gz")
+        if lang and "." not in lang and lang.lower() not in _NOT_LANGUAGES and path.is_file():
+            found.setdefault(lang, path)
+    return dict(sorted(found.items()))
+
+
+_LANGUAGE_NAMES = {
+    "en": ("english", "eng"), "de": ("german", "deutsch", "deu", "ger"),
+    "fr": ("french", "francais", "français", "fra", "fre"), "es": ("spanish", "espanol", "español", "spa"),
+    "it": ("italian", "italiano", "ita"), "pt": ("portuguese", "por"), "nl": ("dutch", "nld", "dut"),
+    "cs": ("czech", "ces", "cze"), "pl": ("polish", "pol"), "ru": ("russian", "rus"), "uk": ("ukrainian", "ukr"),
+    "ro": ("romanian", "ron", "rum"), "tr": ("turkish", "tur"), "fi": ("finnish", "fin"), "et": ("estonian", "est"),
+    "lv": ("latvian", "lav"), "lt": ("lithuanian", "lit"), "sv": ("swedish", "swe"), "da": ("danish", "dan"),
+    "no": ("norwegian", "nor"), "el": ("greek", "ell", "gre"), "hu": ("hungarian", "hun"),
+    "zh": ("chinese", "zho", "chi"), "ja": ("japanese", "jpn"), "ko": ("korean", "kor"), "ar": ("arabic", "ara"),
+    "he": ("hebrew", "heb"), "hi": ("hindi", "hin"), "gu": ("gujarati", "guj"), "kk": ("kazakh", "kaz"),
+    "vi": ("vietnamese", "vie"), "id": ("indonesian", "ind"), "fa": ("persian", "farsi", "fas", "per"),
+}
+"""Two-letter language ids (ISO 639-1, as file names and datasets give them) with the names and three-letter codes a
+user may give for them: `--source_lang english` where the files are `train.en`."""
+
+_LANGUAGE_IDS = {name: code for code, names in _LANGUAGE_NAMES.items() for name in names}
+
+
+def _language_key(lang: str) -> str:
+    """What a language name comes to, to compare with the files' ids: English, ENG, en and en_US all come to en."""
+    name = lang.strip().lower()
+    return _LANGUAGE_IDS.get(name) or _LANGUAGE_IDS.get(re.split(r"[-_]", name)[0], re.split(r"[-_]", name)[0])
+
+
+def _meant_language(lang: str, found: list[str]) -> str | None:
+    """The one of `found` (the languages the files are there for) that `lang` names in other words or letter case
+    (english or EN for en, deu for de); None where none or several do."""
+    meant = [each for each in found if _language_key(each) == _language_key(lang)]
+    return meant[0] if len(meant) == 1 else None
+
+
+def _missing_side_message(prefix: str, source_lang: str, target_lang: str, missing: list[str], flag: str) -> str:
+    """Why `prefix` names no file for the languages in `missing`, and what to give instead, in one line."""
+    path = Path(prefix)
+    looked = f"{prefix}.{missing[0]} or {prefix}.{missing[0]}.gz"
+    folder = path.parent
+    if not folder.is_dir():
+        return _no_folder_message(prefix, folder, flag, looked)
+    if path.is_dir():
+        return _folder_for_prefix_message(path, flag, source_lang, target_lang)
+    ending = next((ending for lang in (source_lang, target_lang) for ending in (f".{lang}.gz", f".{lang}")
+                   if prefix.endswith(ending)), None)
+    if ending is not None:  # `data/train.en` given: one of the files, not their prefix
+        shorter = prefix.removesuffix(ending)
+        return (
+            f"No {missing[0]!r} side for prefix {prefix!r}: looked for {prefix}.{missing[0]} and "
+            f"{prefix}.{missing[0]}.gz. A prefix names line-aligned files `<prefix>.<source_lang>` and "
+            f"`<prefix>.<target_lang>` (optionally .gz). The prefix {prefix!r} ends with the language ({ending}): "
+            f"give the prefix without it, {shorter!r}, which names {shorter}.{source_lang} and "
+            f"{shorter}.{target_lang} (or .gz)."
+        )
+    found = _prefix_languages(path)
+    if not found:
+        return _no_such_prefix_message(path, flag, looked, source_lang, target_lang)
+    names = ", ".join(file.name for file in found.values())
+    sides = [("--source_lang", source_lang), ("--target_lang", target_lang)]
+    meant = [(option, lang, _meant_language(lang, list(found))) for option, lang in sides if lang in missing]
+    if all(guess for _, _, guess in meant):
+        fix = "did you mean " + " ".join(f"{option} {guess}" for option, _, guess in meant) + "?"
+    else:
+        files = ", and ".join(f"{prefix}.{lang} or {prefix}.{lang}.gz" for _, lang, guess in meant if not guess)
+        fix = (f"give --source_lang and --target_lang among {_joined(list(found))} (as the files name them), or add "
+               f"{files}.")
+    return (
+        f"No {_listed(missing)} side{'s' if len(missing) > 1 else ''} for {flag} {prefix}: its files are in "
+        f"{_joined(list(found))} ({names}), not {' or '.join(missing)}; {fix}"
     )
+
+
+def _joined(words: list[str]) -> str:
+    """a, b and c."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def _no_folder_message(prefix: str, folder: Path, flag: str, looked: str) -> str:
+    """The message for a prefix whose folder is not there: where a relative path was looked for (the current
+    directory it is read from, the absolute path it came to) and how far that path exists."""
+    absolute = Path(os.path.abspath(folder))
+    there = next(path for path in (absolute, *absolute.parents) if path.exists())  # how far the path exists
+    why = (f"{there} has no {absolute.relative_to(there).parts[0]!r}" if there.is_dir()
+           else f"{there} is a file, not a folder")
+    if folder.is_absolute() or not there.is_dir():
+        where, fix = why, "Check the path"
+    else:
+        where = (f"the path is relative to the current directory, {Path.cwd()}, so it is {absolute}, and {why}")
+        fix = ("Run the command from the folder the path is relative to, or give the path from the current "
+               "directory or an absolute one")
+    return f"No folder {folder} for {flag} {prefix} (looked for {looked}): {where}. {fix}."
+
+
+def _folder_for_prefix_message(folder: Path, flag: str, source_lang: str, target_lang: str) -> str:
+    """The message for a folder given as a prefix: the prefixes of the plain parallel text in it, as flags."""
+    text = _parallel_text_in_folder(folder, source_lang, target_lang)
+    about = ("(a prefix is the files' path without the language: <prefix>.<source_lang> and "
+             "<prefix>.<target_lang>, .gz or not)")
+    if text is None:
+        example = folder / "train"
+        return (f"{flag} {folder} is a folder, not a prefix, and holds no <name>.<lang> files of parallel text: "
+                f"give the prefix of the files, e.g. {flag} {_shell(example)} for {example}.{source_lang} and "
+                f"{example}.{target_lang} {about}.")
+    shown, given, languages = text
+    return (f"{flag} {folder} is a folder, not a prefix: it holds plain parallel text ({shown}), so give {given} "
+            f"{about}.{languages}")
+
+
+def _no_such_prefix_message(prefix: Path, flag: str, looked: str, source_lang: str, target_lang: str) -> str:
+    """The message for a prefix that names no file in its folder: the prefixes there whose names are like it (a
+    typo, `training` for `train`, `validation` for `val`), else those there are."""
+    stems = _parallel_text_stems(prefix.parent)
+    name = prefix.name.lower()
+
+    def like(stem: str) -> bool:
+        split = _PREFIX_SPLITS.get(re.split(r"[._-]", stem)[0].lower())
+        return (stem.lower().startswith(name) or name.startswith(stem.lower())
+                or bool(difflib.get_close_matches(name, [stem.lower()], cutoff=0.7))
+                or (split is not None and split == _PREFIX_SPLITS.get(re.split(r"[._-]", name)[0])))
+
+    paired = [stem for stem, langs in stems.items() if {source_lang, target_lang} <= langs]
+    close = [stem for stem in (paired or list(stems)) if like(stem)][:2]
+    folder = prefix.parent
+    if close:
+        names = {stem: ", ".join(file.name for file in _prefix_languages(folder / stem).values()) for stem in close}
+        shown = " or ".join(f"{flag} {_shell(folder / stem)} ({names[stem]})" for stem in close)
+        return f"No file {looked}: {folder} has no {prefix.name}.<lang> file; did you mean {shown}?"
+    if stems:
+        shown = ", ".join(f"{stem}.* ({', '.join(sorted(langs))})" for stem, langs in list(stems.items())[:5])
+        return (f"No file {looked}: {folder} has no {prefix.name}.<lang> file, and its plain parallel text is "
+                f"{shown}{', ...' if len(stems) > 5 else ''}: check the name, or give {flag} one of those prefixes "
+                f"({folder}/<name>).")
+    return (f"No file {looked}: {folder} holds no <name>.<lang> files of parallel text. A prefix names line-aligned "
+            f"files <prefix>.<source_lang> and <prefix>.<target_lang> (optionally .gz): check the path.")
 
 
 # ---- choosing a source: Hub, JSON lines, plain text, or built-in ----
@@ -397,6 +542,10 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
     `max_length_chars` are left out too, in every form of data; validation and test keep theirs."""
     check_languages_given(args)
     chosen = _chosen_sources(args)
+    files = _split_paths(args.train_file, args.validation_file, args.test_file)
+    if chosen == ["file", "prefix"] and all(_plain_text_side_prefix(path, (args.source_lang, args.target_lang))
+                                            for path in files.values()):  # `--train_file data/train.en` with prefixes
+        raise InputError(_plain_text_as_data_file_message(*next(iter(files.items())), args))
     if len(chosen) != 1:
         raise InputError(
             f"Give exactly one data source, got {chosen or 'none'}: --dataset_name (Hub), --train_file/"
@@ -546,34 +695,48 @@ def _refuse_parallel_text_folder(folder: Path, source_lang: str, target_lang: st
     """An InputError that says to give `--train_prefix` where a folder without data files `load_dataset` reads
     holds plain parallel text (`train.en` and `train.de`, or Multi30k's `train.en.gz`), and which languages it has
     where they are not `source_lang` and `target_lang`; nothing otherwise."""
-    stems = {}  # "train" -> {"en", "de"}, for `train.en` and `train.de.gz`
+    if (text := _parallel_text_in_folder(folder, source_lang, target_lang)) is None:
+        return
+    shown, given, languages = text
+    raise InputError(
+        f"{folder} holds plain parallel text ({shown}), which --dataset_name does not read: give it with {given} "
+        f"(a prefix names the files <prefix>.<source_lang> and <prefix>.<target_lang>, .gz or not).{languages}"
+    )
+
+
+def _parallel_text_stems(folder: Path) -> dict[str, set[str]]:
+    """The prefixes (file names without the language) of the plain text files in `folder`, each with its
+    languages: {"train": {"en", "de"}} for `train.en` and `train.de.gz`."""
+    stems = {}
     for path in sorted(folder.iterdir()):
-        name = path.name.removesuffix(".gz")
-        stem, _, lang = name.rpartition(".")
-        if path.is_file() and stem and Path(name).suffix.lower() not in (*_FILE_FORMATS, ".txt", ".md"):
+        stem, _, lang = path.name.removesuffix(".gz").rpartition(".")
+        if stem and lang and lang.lower() not in _NOT_LANGUAGES and path.is_file():
             stems.setdefault(stem, set()).add(lang)
+    return stems
+
+
+def _parallel_text_in_folder(folder: Path, source_lang: str, target_lang: str) -> tuple[str, str, str] | None:
+    """What a message says of the plain parallel text in `folder`: (the files, "train.en and train.de, val.en and
+    val.de"; the prefix flags to give, "--train_prefix F/train --validation_prefix F/val"; "" or a sentence
+    naming its languages where they are not `source_lang` and `target_lang`); None where it holds none."""
+    stems = _parallel_text_stems(folder)
     matching = sorted(stem for stem, langs in stems.items() if {source_lang, target_lang} <= langs)
     prefixes = matching or sorted(stem for stem, langs in stems.items() if len(langs) >= 2)
     if not prefixes:
-        return
+        return None
     flags = {}
     for stem in prefixes:  # the split each prefix's name says: train, val (valid, dev, validation), test
         if split := _PREFIX_SPLITS.get(re.split(r"[._-]", stem)[0].lower()):
             flags.setdefault(split, stem)
     flags = dict(sorted(flags.items(), key=lambda item: SPLITS.index(item[0]))) or {"train": prefixes[0]}
-    given = " ".join(f"--{split}_prefix {folder / stem}" for split, stem in flags.items())
+    given = " ".join(f"--{split}_prefix {_shell(folder / stem)}" for split, stem in flags.items())
     if matching:
-        shown, languages = ", ".join(f"{stem}.{source_lang} and {stem}.{target_lang}" for stem in prefixes), ""
-    else:
-        found = sorted(set().union(*(stems[stem] for stem in prefixes)))
-        missing = " and ".join(f"{lang!r}" for lang in (source_lang, target_lang) if lang not in found)
-        shown = f"{', '.join(stem + '.*' for stem in prefixes)} in {', '.join(found)}"
-        languages = (f" It has no {missing} files: give --source_lang and --target_lang among its languages "
-                     f"({', '.join(found)}).")
-    raise InputError(
-        f"{folder} holds plain parallel text ({shown}), which --dataset_name does not read: give it with {given} "
-        f"(a prefix names the files <prefix>.<source_lang> and <prefix>.<target_lang>, .gz or not).{languages}"
-    )
+        return ", ".join(f"{stem}.{source_lang} and {stem}.{target_lang}" for stem in prefixes), given, ""
+    found = sorted(set().union(*(stems[stem] for stem in prefixes)))
+    missing = " and ".join(f"{lang!r}" for lang in (source_lang, target_lang) if lang not in found)
+    shown = f"{', '.join(stem + '.*' for stem in prefixes)} in {', '.join(found)}"
+    return shown, given, (f" It has no {missing} files: give --source_lang and --target_lang among its languages "
+                          f"({', '.join(found)}).")
 
 
 def _warn_about_guessed_splits(folder: Path, files: dict[str, list[Path]]) -> None:
@@ -753,10 +916,7 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
     for split, path in _split_paths(args.train_file, args.validation_file, args.test_file).items():
         suffix = Path(path.removesuffix(".gz")).suffix.lower()
         if suffix not in _FILE_FORMATS:
-            raise InputError(
-                f"{path}: --{split}_file expects JSON lines (.json/.jsonl) or CSV/TSV with a header row (.csv/.tsv); "
-                f"use --{split}_prefix for plain text, one sentence a line."
-            )
+            raise InputError(_plain_text_as_data_file_message(split, path, args))
         if not Path(path).is_file():
             raise MissingFileError(f"No file {path}: check the --{split}_file path.")
         if _is_blank(Path(path)):  # `datasets` would fail on it with a bare StopIteration
@@ -769,6 +929,42 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
                 raise
             raise _unreadable_file_error(Path(path), _FILE_FORMATS[suffix][0], error) from error
     return DatasetDict(splits)
+
+
+def _plain_text_side_prefix(path: str, languages: tuple[str | None, ...] = ()) -> tuple[Path, dict[str, Path]] | None:
+    """Where `path` is one side of plain parallel text (`data/train.en.gz`: its ending a language, with a file of
+    another language beside it, one of `languages`, or a language id this package knows), its prefix and the
+    languages there for it (`data/train`, {"de": ..., "en": ...}); None otherwise (`notes.txt`)."""
+    stem, _, lang = Path(path).name.removesuffix(".gz").rpartition(".")
+    if not stem or not lang or lang.lower() in _NOT_LANGUAGES:
+        return None
+    prefix = Path(path).parent / stem
+    found = _prefix_languages(prefix)
+    known = lang in languages or lang.lower() in _LANGUAGE_NAMES or _language_key(lang) != lang.lower()
+    if len(found) < 2 and not known:
+        return None
+    return prefix, found
+
+
+def _plain_text_as_data_file_message(split: str, path: str, args: TranslationDataArguments) -> str:
+    """What to say of a `--{split}_file` that is no JSON lines, CSV or TSV file: where it is a side of plain
+    parallel text, the `--*_prefix` flags (with the languages) that read it and the other `--*_file`s given alike."""
+    side = _plain_text_side_prefix(path, (args.source_lang, args.target_lang))
+    if side is None:
+        return (f"{path}: --{split}_file expects JSON lines (.json/.jsonl) or CSV/TSV with a header row (.csv/.tsv); "
+                f"use --{split}_prefix for plain text, one sentence a line.")
+    given = _split_paths(args.train_file, args.validation_file, args.test_file)
+    sides = {each: _plain_text_side_prefix(file, (args.source_lang, args.target_lang)) for each, file in given.items()}
+    sides = {each: side for each, side in sides.items() if side is not None}
+    languages = []
+    for option, lang in (("--source_lang", args.source_lang), ("--target_lang", args.target_lang)):
+        if lang is not None:
+            languages.append(f"{option} {_meant_language(lang, list(side[1])) or lang}")
+    flags = " ".join([*(f"--{each}_prefix {_shell(prefix)}" for each, (prefix, _) in sides.items()), *languages])
+    files = f" ({', '.join(file.name for file in side[1].values())})" if side[1] else ""
+    return (f"{path} is one side of plain parallel text, which --{split}_file does not read (it reads JSON lines, "
+            f"CSV or TSV): give {flags} in place of {'/'.join(f'--{each}_file' for each in sides)}; a prefix names "
+            f"the files <prefix>.<lang>, .gz or not, here {side[0]}.*{files}.")
 
 
 def _read_data_files(split: str, paths: list[Path], args: TranslationDataArguments,
@@ -984,9 +1180,10 @@ def _load_prefix_datasets(args: TranslationDataArguments, keep_blank_evaluation_
     """Load plain parallel text named by `--train_prefix/--validation_prefix/--test_prefix` (validation and test
     keeping their blank pairs in place with `keep_blank_evaluation_pairs`)."""
     prefixes = _split_paths(args.train_prefix, args.validation_prefix, args.test_prefix)
+    files = {split: resolve_parallel_files(prefix, args.source_lang, args.target_lang, split)  # all, before reading
+             for split, prefix in prefixes.items()}
     splits = {}
-    for split, prefix in prefixes.items():
-        source_file, target_file = resolve_parallel_files(prefix, args.source_lang, args.target_lang)
+    for split, (source_file, target_file) in files.items():
         splits[split], report = load_parallel_text(
             source_file,
             target_file,

@@ -526,6 +526,124 @@ def test_a_prefix_that_ends_with_a_language_says_to_leave_it_out(tmp_path, endin
         f"{str(tmp_path / 'train')!r}, which names {tmp_path / 'train'}.en and {tmp_path / 'train'}.de (or .gz).")
 
 
+def parallel_text_folder(folder: Path, stems=("train", "val")) -> Path:
+    """A folder laid out as Multi30k's: `train.de.gz`, `train.en.gz`, `val.de.gz`, `val.en.gz`."""
+    folder.mkdir(parents=True)
+    for stem in stems:
+        write_lines(folder / f"{stem}.de.gz", GERMAN)
+        write_lines(folder / f"{stem}.en.gz", ENGLISH)
+    return folder
+
+
+def prefix_error(source_lang: str, target_lang: str, tmp_path: Path, **sources) -> str:
+    """The one-line message of the MissingFileError (a FileNotFoundError) that loading `sources` raises."""
+    with pytest.raises(FileNotFoundError) as error:
+        load_pairs(source_lang, target_lang, tmp_path, **sources)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_a_prefix_whose_folder_is_not_there_says_so_and_where_a_relative_path_was_looked_for(tmp_path, monkeypatch):
+    """The README's `--train_prefix ../shared/data/multi30k/train`, run from another folder than the repository's,
+    said only "No 'en' side for prefix ...": not that the folder is not there, nor where a relative path leads."""
+    tmp_path = tmp_path.resolve()
+    parallel_text_folder(tmp_path / "shared/data/multi30k")
+    repository = tmp_path / "main"
+    (repository / "scripts").mkdir(parents=True)
+    monkeypatch.chdir(repository / "scripts")  # the command's path is relative to `main`
+    message = prefix_error("en", "de", tmp_path, train_prefix="../shared/data/multi30k/train")
+    assert message == (
+        "No folder ../shared/data/multi30k for --train_prefix ../shared/data/multi30k/train (looked for "
+        "../shared/data/multi30k/train.en or ../shared/data/multi30k/train.en.gz): the path is relative to the "
+        f"current directory, {repository / 'scripts'}, so it is {repository / 'shared/data/multi30k'}, and "
+        f"{repository} has no 'shared'. Run the command from the folder the path is relative to, or give the path "
+        "from the current directory or an absolute one.")
+    monkeypatch.chdir(repository)  # from the right folder, the same command reads the files
+    assert load_pairs("en", "de", tmp_path, train_prefix="../shared/data/multi30k/train") == list(zip(ENGLISH, GERMAN))
+    message = prefix_error("en", "de", tmp_path, train_prefix="../shared/data/multi30k/train",
+                           test_prefix=tmp_path / "elsewhere/data/test")  # an absolute path: no current directory
+    assert message == (
+        f"No folder {tmp_path}/elsewhere/data for --test_prefix {tmp_path}/elsewhere/data/test (looked for "
+        f"{tmp_path}/elsewhere/data/test.en or {tmp_path}/elsewhere/data/test.en.gz): {tmp_path} has no 'elsewhere'. "
+        "Check the path.")
+
+
+@pytest.mark.parametrize("split", ["train", "validation", "test"])
+def test_a_folder_given_as_a_prefix_says_which_prefixes_to_give(tmp_path, split):
+    """`--train_prefix ../shared/data/multi30k` (the folder) looked for multi30k.en and said only that; now it says,
+    as `--dataset_name` of the folder does, which prefixes to give."""
+    folder = parallel_text_folder(tmp_path / "multi30k")
+    sources = {"train_prefix": folder / "train", f"{split}_prefix": folder}
+    message = prefix_error("en", "de", tmp_path, **sources)
+    assert message == (
+        f"--{split}_prefix {folder} is a folder, not a prefix: it holds plain parallel text (train.en and train.de, "
+        f"val.en and val.de), so give --train_prefix {folder}/train --validation_prefix {folder}/val (a prefix is the "
+        "files' path without the language: <prefix>.<source_lang> and <prefix>.<target_lang>, .gz or not).")
+
+
+@pytest.mark.parametrize("source_lang, target_lang, expected", [
+    ("english", "de", "not english; did you mean --source_lang en?"),
+    ("EN", "de", "not EN; did you mean --source_lang en?"),
+    ("eng", "de", "not eng; did you mean --source_lang en?"),
+    ("en", "deu", "not deu; did you mean --target_lang de?"),
+    ("en", "ger", "not ger; did you mean --target_lang de?"),
+    ("en", "German", "not German; did you mean --target_lang de?"),
+    ("english", "german", "not english or german; did you mean --source_lang en --target_lang de?"),
+    ("en", "fr", "not fr; give --source_lang and --target_lang among de and en (as the files name them), or add "
+                 "{prefix}.fr or {prefix}.fr.gz."),
+])
+def test_languages_without_files_list_those_with_files_and_the_one_meant(tmp_path, source_lang, target_lang,
+                                                                         expected):
+    """`--source_lang english` (or EN, eng) said "No 'english' side for prefix ...", not which languages the files
+    are in (en, de), as the message for no language flags does."""
+    folder = parallel_text_folder(tmp_path / "multi30k")
+    for split in ("train", "validation", "test"):
+        stem = "train" if split == "train" else "val"
+        message = prefix_error(source_lang, target_lang, tmp_path, **{f"{split}_prefix": folder / stem})
+        assert message.startswith(f"No '{source_lang if source_lang != 'en' else target_lang}'")
+        assert f" for --{split}_prefix {folder}/{stem}: its files are in de and en ({stem}.de.gz, {stem}.en.gz), " in (
+            message)
+        assert message.endswith(expected.format(prefix=folder / stem)), message
+
+
+@pytest.mark.parametrize("typed, split, expected", [
+    ("training", "train", "; did you mean --train_prefix {folder}/train (train.de.gz, train.en.gz)?"),
+    ("Train", "train", "; did you mean --train_prefix {folder}/train (train.de.gz, train.en.gz)?"),
+    ("validation", "validation", "; did you mean --validation_prefix {folder}/val (val.de.gz, val.en.gz)?"),
+    ("dev", "validation", "; did you mean --validation_prefix {folder}/val (val.de.gz, val.en.gz)?"),
+    ("test2016", "test", ", and its plain parallel text is train.* (de, en), val.* (de, en): check the name, or "
+                         "give --test_prefix one of those prefixes ({folder}/<name>)."),
+])
+def test_a_prefix_that_names_no_file_suggests_those_in_its_folder(tmp_path, typed, split, expected):
+    """`--train_prefix data/training` where the files are data/train.en.gz said only that data/training.en was not
+    there."""
+    folder = parallel_text_folder(tmp_path / "multi30k")
+    sources = {"train_prefix": folder / "train", f"{split}_prefix": folder / typed}
+    message = prefix_error("en", "de", tmp_path, **sources)
+    assert message == (f"No file {folder}/{typed}.en or {folder}/{typed}.en.gz: {folder} has no {typed}.<lang> "
+                       f"file{expected.format(folder=folder)}")
+
+
+def test_a_side_of_plain_parallel_text_given_as_a_data_file_says_which_prefix_to_give(tmp_path):
+    """`--train_file data/train.en.gz` said to "use --train_prefix", not which prefix: `data/train`."""
+    folder = parallel_text_folder(tmp_path / "multi30k")
+    with pytest.raises(InputError) as error:
+        load_pairs("en", "de", tmp_path, train_file=folder / "train.en.gz")
+    assert str(error.value) == (
+        f"{folder}/train.en.gz is one side of plain parallel text, which --train_file does not read (it reads JSON "
+        f"lines, CSV or TSV): give --train_prefix {folder}/train --source_lang en --target_lang de in place of "
+        f"--train_file; a prefix names the files <prefix>.<lang>, .gz or not, here {folder}/train.* (train.de.gz, "
+        "train.en.gz).")
+    with pytest.raises(InputError, match=(
+            rf"give --train_prefix {folder}/train --validation_prefix {folder}/val --source_lang en --target_lang de "
+            r"in place of --train_file/--validation_file; ")):
+        load_pairs("english", "de", tmp_path, train_file=folder / "train.de.gz", validation_file=folder / "val.en")
+    with pytest.raises(InputError, match=(  # not "Give exactly one data source", with the README's other prefix
+            rf"^{folder}/train.en.gz is one side of plain parallel text, .*: give --train_prefix {folder}/train "
+            r"--source_lang en --target_lang de in place of --train_file; ")):
+        load_pairs("en", "de", tmp_path, train_file=folder / "train.en.gz", validation_prefix=folder / "val")
+
+
 @pytest.mark.parametrize(
     "sources",
     [{}, {"dataset_name": "wmt/wmt14", "train_prefix": "data/train"}, {"train_file": "a.json", "builtin_dataset": "x"}],
@@ -536,7 +654,7 @@ def test_load_translation_datasets_wants_exactly_one_source(sources):
 
 
 def test_load_translation_datasets_rejects_plain_text_as_train_file():
-    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file="train.de")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file="train.txt")
     with pytest.raises(ValueError, match="--train_file expects JSON lines .* or CSV/TSV .* use --train_prefix"):
         load_translation_datasets(args)
 

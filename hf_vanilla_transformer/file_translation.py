@@ -9,6 +9,9 @@ Output: one line per input line, in input order (blank lines stay blank). The in
 time, each lot batched by length, longest first, to waste little padding, and written as soon as it is done: Ctrl-C
 keeps what is written and says how much. A progress bar goes to stderr unless --quiet. Beam search follows the
 model's generation config (the paper's 4 beams and length penalty 0.6) unless overridden here.
+
+With no FILE and standard input a terminal, it translates each line as it is entered, as fairseq-interactive does:
+type a sentence and Enter, read its translation; Ctrl-D (Ctrl-Z then Enter on Windows) ends.
 """
 
 from __future__ import annotations
@@ -195,12 +198,24 @@ def overlong_lines(lines: list[str], tokenizer, max_positions: int) -> tuple[lis
     return [number for number, length in zip(candidates, lengths) if length > limit], limit
 
 
-def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int) -> None:
-    """One warning naming the lines longer than the model can sensibly translate: they took minutes and gigabytes
-    (attention's time and memory grow with the square of the length) for a translation cut short or nonsense."""
+def warn_about_several_sentences(lines: list[str], first: int = 1) -> None:
+    """One warning naming the lines of `lines` (numbered from `first`) that hold several sentences."""
+    if not (numbers := [first - 1 + number for number in several_sentences(lines)]):
+        return
+    shown = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+    lines_hold = "1 line holds" if len(numbers) == 1 else f"{len(numbers)} lines hold"
+    print(f"translate.py: warning: {lines_hold} several sentences ({shown}); the model translates one sentence a "
+          "line and may leave sentences out: split the text into sentences first, one a line.", file=sys.stderr)
+
+
+def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int, first: int = 1) -> None:
+    """One warning naming the lines (numbered from `first`) longer than the model can sensibly translate: they took
+    minutes and gigabytes (attention's time and memory grow with the square of the length) for a translation cut
+    short or nonsense."""
     numbers, limit = overlong_lines(lines, tokenizer, max_positions)
     if not numbers:
         return
+    numbers = [first - 1 + number for number in numbers]
     shown = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
     lines_are = "1 line is" if len(numbers) == 1 else f"{len(numbers)} lines are"
     why = ("the model's max_position_embeddings" if limit < LONG_LINE_TOKENS
@@ -218,28 +233,63 @@ def main(argv: list[str] | None = None) -> None:
             usable_device(args.device)  # here, not when parsing: a GPU command line parses on any machine
     except (FileNotFoundError, InputError) as error:
         refuse(parser, error)
-    try:
-        lines = read_lines(args.file)
-    except InputError as error:
-        refuse(parser, error)
-    except OSError as error:
-        refuse(parser, error, f"Cannot read {args.file}: {error.strerror or error}.")
-    if paragraphs := several_sentences(lines):
-        shown = ", ".join(map(str, paragraphs[:5])) + (", ..." if len(paragraphs) > 5 else "")
-        lines_hold = "1 line holds" if len(paragraphs) == 1 else f"{len(paragraphs)} lines hold"
-        print(f"translate.py: warning: {lines_hold} several sentences ({shown}); the model translates one sentence a "
-              "line and may leave sentences out: split the text into sentences first, one a line.", file=sys.stderr)
-    if not any(line.strip() for line in lines):  # as a filter does: nothing in, nothing out (blank lines stay blank)
-        if not args.quiet:
-            print(f"translate.py: nothing to translate: {'standard input' if args.file == '-' else args.file} has no "
-                  "text.", file=sys.stderr)
-        with open_output(args, parser) as output:
-            write_translations([""] * len(lines), output, args, parser)
-        return
+    # someone typing at a terminal: each line translated as it is entered (`translate_interactively`), the model
+    # loaded first, so that the first translation comes at once; anything else is read whole before the model loads
+    interactive = args.file == "-" and is_terminal(sys.stdin)
+    if not interactive:
+        lines = read_input(args, parser)
+        warn_about_several_sentences(lines)
+        if not any(line.strip() for line in lines):  # as a filter does: nothing in, nothing out (blanks stay blank)
+            if not args.quiet:
+                print(f"translate.py: nothing to translate: {'standard input' if args.file == '-' else args.file} has "
+                      "no text.", file=sys.stderr)
+            with open_output(args, parser) as output:
+                write_translations([""] * len(lines), output, args, parser)
+            return
 
     if args.quiet:
         disable_progress_bars()
         logging.disable_progress_bar()
+    translator = load_translator(model, args, parser)
+    if not interactive:
+        warn_about_long_lines(lines, translator.tokenizer, translator.model.config.max_position_embeddings)
+    if args.quantize:
+        try:
+            quantize_int8(translator.model)
+        except (RuntimeError, ValueError) as error:
+            refuse(parser, error, f"Cannot quantize {args.model}: {error}")
+    generate_kwargs = {key: value for key in ("num_beams", "length_penalty", "max_new_tokens")
+                       if (value := getattr(args, key)) is not None}
+    if args.max_new_tokens is not None:  # it replaces the model's own max_length (a converted Marian model's 512),
+        translator.model.generation_config.max_length = None  # which transformers would warn about at every batch
+    if interactive:
+        translate_interactively(translator, args, parser, generate_kwargs)
+    else:
+        translate_in_windows(translator, lines, args, parser, generate_kwargs)
+
+
+def read_input(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
+    """The lines of FILE (or standard input), refused in parser.error's one line where they cannot be read."""
+    try:
+        return read_lines(args.file)
+    except InputError as error:
+        refuse(parser, error)
+    except OSError as error:
+        refuse(parser, error, f"Cannot read {args.file}: {error.strerror or error}.")
+
+
+def is_terminal(stream) -> bool:
+    """Whether `stream` (sys.stdin, sys.stdout, ...) is a terminal; False for None (a closed stream), a pipe, a file,
+    a StringIO."""
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def load_translator(model: str, args: argparse.Namespace, parser: argparse.ArgumentParser):
+    """The translation pipeline of `model` (a folder, or a Hub repo's snapshot) on --device; parser.error's one line
+    for a model or tokenizer that cannot be loaded or do not fit."""
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.quantize and torch.device(device).type != "cpu":  # a GPU was chosen for want of --device
         parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {device}).")
@@ -254,20 +304,9 @@ def main(argv: list[str] | None = None) -> None:
                 loaded = converted_marian(loaded, args.model)
             except InputError:  # separate vocabularies: it translates as it is
                 pass
-        translator = pipeline(TASK, model=loaded, tokenizer=tokenizer, device=device)
+        return pipeline(TASK, model=loaded, tokenizer=tokenizer, device=device)
     except InputError as error:
         refuse(parser, error)
-    warn_about_long_lines(lines, tokenizer, translator.model.config.max_position_embeddings)
-    if args.quantize:
-        try:
-            quantize_int8(translator.model)
-        except (RuntimeError, ValueError) as error:
-            refuse(parser, error, f"Cannot quantize {args.model}: {error}")
-    generate_kwargs = {key: value for key in ("num_beams", "length_penalty", "max_new_tokens")
-                       if (value := getattr(args, key)) is not None}
-    if args.max_new_tokens is not None:  # it replaces the model's own max_length (a converted Marian model's 512),
-        translator.model.generation_config.max_length = None  # which transformers would warn about at every batch
-    translate_in_windows(translator, lines, args, parser, generate_kwargs)
 
 
 BUFFER_LINES = 1000
@@ -293,7 +332,7 @@ def translate_in_windows(translator, lines: list[str], args: argparse.Namespace,
                 part = lines[start : start + window]
                 translations = translate_sentences(translator, part, batch_size=args.batch_size, progress=progress,
                                                    **generate_kwargs)
-                with interrupt_held(output if output is not None else sys.stdout):
+                with interrupt_held(output if output is not None else sys.stdout), bar_cleared(bar, output):
                     if not write_translations(translations, output, args, parser):
                         return
                     written += len(translations)
@@ -301,6 +340,85 @@ def translate_in_windows(translator, lines: list[str], args: argparse.Namespace,
     except KeyboardInterrupt as interrupt:
         where = f"are in {args.output}" if args.output != "-" else "were written"
         raise KeyboardInterrupt(f"the first {written} of {len(lines)} translations {where}.") from interrupt
+
+
+def bar_cleared(bar, output):
+    """tqdm's external_write_mode while translations go to standard output (`output` None) and it and the progress
+    bar's standard error are terminals, one terminal as a rule: the bar is cleared before they are written and drawn
+    again below them. Otherwise the first translation went onto the end of the bar's line and the bar was drawn again
+    among them. Nothing is done for -o, a pipe or a file, whose bytes stay as they were, nor with no bar (--quiet)."""
+    if output is not None or bar.disable or not (is_terminal(sys.stdout) and is_terminal(sys.stderr)):
+        return contextlib.nullcontext()
+    return type(bar).external_write_mode(file=sys.stdout)
+
+
+TERMINAL_NOTE = ("translate.py: reading sentences from the terminal, one a line, each translated when it is entered; "
+                 "end with Ctrl-D (Ctrl-Z then Enter on Windows), or give a FILE.")
+"""What translate.py says, on standard error, before it reads a terminal: with nothing shown, it looked hung."""
+
+
+def translate_interactively(translator, args: argparse.Namespace, parser: argparse.ArgumentParser,
+                            generate_kwargs: dict) -> None:
+    """Translate the lines typed at the terminal that standard input is, each written as soon as it is entered and
+    translated, as fairseq-interactive does, until Ctrl-D (the end of the input), with no progress bar. A terminal
+    read to its end first, as a file is, showed nothing until Ctrl-D: the command looked hung.
+
+    TERMINAL_NOTE goes to stderr first, with --quiet too, which is about progress bars: without it a terminal that
+    waits for input looks like one that hangs, and a user at a terminal is there to read it. A line that is not
+    UTF-8 text, or holds a NUL byte, is named on stderr and has a blank line for its translation, so that the output
+    keeps one line per line entered; a line of several sentences, or too long, is warned about as in a file. Ctrl-C
+    raises the KeyboardInterrupt that run_command reports in one line, with status 130 (with -o, saying how many
+    translations the file holds)."""
+    max_positions = translator.model.config.max_position_embeddings
+    number = written = 0
+    try:
+        with interrupt_not_lost() as check_interrupt, open_output(args, parser) as output:
+            gc.collect()  # transformers' import-time garbage, now rather than after the first line
+            check_interrupt()
+            print(TERMINAL_NOTE, file=sys.stderr, flush=True)
+            while data := read_terminal_line():
+                number += 1
+                try:
+                    line = terminal_line(data, number)
+                except InputError as error:
+                    print(f"translate.py: {error}", file=sys.stderr, flush=True)
+                    line = ""
+                warn_about_several_sentences([line], first=number)
+                warn_about_long_lines([line], translator.tokenizer, max_positions, first=number)
+                translations = translate_sentences(translator, [line], batch_size=1, **generate_kwargs)
+                check_interrupt()
+                with interrupt_held(output if output is not None else sys.stdout):
+                    if not write_translations(translations, output, args, parser):
+                        return
+                    written += 1
+                check_interrupt()
+    except KeyboardInterrupt as interrupt:
+        if args.output == "-":  # each translation is on the screen, or in the file stdout goes to, as it is done
+            raise
+        are = "translation is" if written == 1 else "translations are"
+        raise KeyboardInterrupt(f"{written} {are} in {args.output}.") from interrupt
+
+
+def read_terminal_line() -> bytes:
+    """The next line typed at the terminal, with its line end; b"" at Ctrl-D. Bytes, as read_lines reads standard
+    input, to be decoded as UTF-8 whatever the locale's encoding."""
+    if hasattr(sys.stdin, "buffer"):
+        return sys.stdin.buffer.readline()
+    return sys.stdin.readline().encode("utf-8", "surrogateescape")
+
+
+def terminal_line(data: bytes, number: int) -> str:
+    """Line `number` typed at the terminal (`data`, as read) without its line end ("\\n", or Windows' "\\r\\n");
+    InputError for one that is not UTF-8 or holds a NUL byte (Ctrl-@), which the tokenizer would read as a token."""
+    try:
+        line = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"line {number} is not valid UTF-8 ({error.reason} at byte {error.start}), so it is left "
+                         "untranslated (a blank line): set the terminal's character encoding to UTF-8.") from error
+    line = line.removesuffix("\n").removesuffix("\r")
+    if "\0" in line:
+        raise InputError(f"line {number} holds a NUL byte (Ctrl-@), so it is left untranslated (a blank line).")
+    return line
 
 
 @contextlib.contextmanager

@@ -533,3 +533,168 @@ def test_the_debug_variable_shows_the_traceback_of_a_mistake_too(script, model_d
         run_command(lambda: script.main([*make_args(model_dir, tmp_path), "-q"]))
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.splitlines()) == 1 and ": error: " in err and message in err
+
+
+class TypedLines:
+    """Standard input that is a terminal: `typed` (bytes, or an exception to raise, as Ctrl-C does), read a line at a
+    time, what was written before each read kept in `seen` (capsys's readouterr)."""
+
+    def __init__(self, typed, capsys):
+        self.typed, self.capsys, self.seen = list(typed), capsys, []
+        self.buffer = self
+
+    def isatty(self):
+        return True
+
+    def readline(self):
+        self.seen.append(self.capsys.readouterr())
+        line = self.typed.pop(0) if self.typed else b""  # b"": Ctrl-D
+        if isinstance(line, BaseException):
+            raise line
+        return line
+
+    def read(self):  # to Ctrl-D, as translate.py once read a terminal
+        return b"".join(iter(self.readline, b""))
+
+
+def test_lines_typed_at_a_terminal_are_translated_as_they_are_entered(script, model_dir, expected, monkeypatch,
+                                                                       capsys):
+    """`translate.py MODEL` at a terminal, as the training script's last message suggests, showed nothing and read
+    to Ctrl-D before it translated anything: it looked hung. It says what it waits for (with -q too: that is about
+    progress bars) and writes each translation as soon as its line is entered; a line that is not UTF-8 is named and
+    has a blank translation, Windows' CRLF and a last line without its line end (Ctrl-D twice) are lines."""
+    typed = TypedLines([LINES[0].encode() + b"\n", b"\n", b"\xe4x\n", LINES[3].encode() + b"\r\n", LINES[1].encode()],
+                       capsys)
+    monkeypatch.setattr(sys, "stdin", typed)
+    script.main([str(model_dir), "-q"])
+    typed.seen.append(capsys.readouterr())
+    # what was written before each line was read (the last: Ctrl-D), and at the end
+    assert [part.out for part in typed.seen] == ["", *(line + "\n" for line in [expected[0], "", "", expected[3],
+                                                                                 expected[1]]), ""]
+    assert typed.seen[0].err == script.TERMINAL_NOTE + "\n"
+    assert script.TERMINAL_NOTE.startswith("translate.py: reading sentences from the terminal") and "Ctrl-D" in \
+        script.TERMINAL_NOTE
+    assert [part.err for part in typed.seen[1:]] == ["", "", (
+        "translate.py: line 3 is not valid UTF-8 (invalid continuation byte at byte 0), so it is left untranslated (a "
+        "blank line): set the terminal's character encoding to UTF-8.\n"), "", "", ""]
+
+
+def test_ctrl_c_at_a_terminal_is_one_line(script, model_dir, expected, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while translate.py waits for a line: run_command's one line and status 130; with -o, how many
+    translations the file holds."""
+    monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
+    for output, said in [([], "."), (["-o", str(tmp_path / "out.txt")], f": 1 translation is in {tmp_path / 'out.txt'}.")]:
+        monkeypatch.setattr(sys, "stdin", TypedLines([LINES[0].encode() + b"\n", KeyboardInterrupt()], capsys))
+        with pytest.raises(SystemExit) as exit_info:
+            run_command(lambda: script.main([str(model_dir), "-q", *output]), name="translate.py")
+        assert exit_info.value.code == 130 and capsys.readouterr().err == f"\ntranslate.py: interrupted{said}\n"
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == expected[0] + "\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def read_available(fd: int, seconds: float) -> bytes:
+    """What `fd` (a pipe, or a pty's master) gives within `seconds`, or until it ends (a pty: OSError once the
+    child has gone)."""
+    import select
+    import time
+
+    data, end = b"", time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if select.select([fd], [], [], min(left, 0.2))[0]:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
+def read_until(fd: int, ending: bytes, seconds: float) -> bytes:
+    """What the pipe `fd` gives until it ends with `ending`, for `seconds` at most, or until it is closed."""
+    import select
+    import time
+
+    data, end = b"", time.monotonic() + seconds
+    while not data.endswith(ending) and time.monotonic() < end:
+        if select.select([fd], [], [], 0.2)[0]:
+            if not (chunk := os.read(fd, 65536)):
+                break
+            data += chunk
+    return data
+
+
+def screen_lines(output: bytes) -> list[str]:
+    """The lines a terminal shows for `output`: a carriage return goes back to the line's start, text overwrites,
+    escape sequences (tqdm's cursor moves) are left out, trailing blanks too."""
+    lines, column = [[]], 0
+    for piece in re.split(r"(\x1b\[[0-9;]*[A-Za-z]|\r|\n)", output.decode("utf-8", "replace")):
+        if piece == "\r":
+            column = 0
+        elif piece == "\n":
+            lines.append([])
+            column = 0
+        elif piece and not piece.startswith("\x1b"):
+            line = lines[-1]
+            for character in piece:
+                line[column:column + 1] = [character]
+                column += 1
+    return ["".join(line).rstrip() for line in lines]
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminals here")
+def test_the_command_at_a_terminal_says_what_it_waits_for_and_translates_each_line(model_dir, expected):
+    """The real command, its standard input a terminal (a pty): the note before anything is typed, each translation
+    on standard output as soon as its line is entered, Ctrl-D ends the run (status 0), nothing else on stderr."""
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "translate.py"), str(model_dir), "-q"], stdin=slave,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    try:
+        note = read_until(proc.stderr.fileno(), b"\n", 60)
+        assert note.startswith(b"translate.py: reading sentences from the terminal, one a line") and b"Ctrl-D" in note
+        os.write(master, LINES[0].encode() + b"\n")
+        assert read_until(proc.stdout.fileno(), b"\n", 60) == expected[0].encode() + b"\n"  # before Ctrl-D
+        os.write(master, b"\n" + LINES[3].encode() + b"\n")
+        assert read_until(proc.stdout.fileno(), expected[3].encode() + b"\n", 60) == (
+            b"\n" + expected[3].encode() + b"\n")
+        os.write(master, b"\x04")  # Ctrl-D
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and out == b"" and err == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminals here")
+def test_translations_and_the_progress_bar_on_one_terminal_keep_to_their_own_lines(model_dir, expected, tmp_path):
+    """stdout and stderr one terminal, as in `translate.py MODEL FILE` typed without a redirect: the first
+    translation went onto the end of the progress bar's line, and the bar was drawn again below the translations.
+    The bar is cleared while translations are written, and drawn again once, below them."""
+    import fcntl
+    import struct
+    import termios
+
+    source = tmp_path / "source.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "translate.py"), str(model_dir), str(source)],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    try:
+        screen = screen_lines(read_available(master, 120))
+        assert proc.wait(timeout=60) == 0, screen
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    bars = [number for number, line in enumerate(screen) if re.search(r"\| *\d+/5 \[", line)]
+    assert len(bars) == 1, screen  # drawn once, below the translations
+    assert screen[bars[0] - len(expected) : bars[0]] == expected, screen

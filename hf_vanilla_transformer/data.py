@@ -417,7 +417,10 @@ def _no_folder_message(prefix: str, folder: Path, flag: str, looked: str) -> str
     there = next(path for path in (absolute, *absolute.parents) if path.exists())  # how far the path exists
     why = (f"{there} has no {absolute.relative_to(there).parts[0]!r}" if there.is_dir()
            else f"{there} is a file, not a folder")
-    if folder.is_absolute() or not there.is_dir():
+    if prefix.startswith("~"):
+        where, fix = why, ("The shell did not expand ~ (it does not after = or inside quotes): write $HOME/... or "
+                           "the full path")
+    elif folder.is_absolute() or not there.is_dir():
         where, fix = why, "Check the path"
     else:
         where = (f"the path is relative to the current directory, {Path.cwd()}, so it is {absolute}, and {why}")
@@ -927,8 +930,27 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
         except (DatasetGenerationError, ValueError, *_GZIP_ERRORS) as error:
             if isinstance(error, USER_ERRORS):
                 raise
-            raise _unreadable_file_error(Path(path), _FILE_FORMATS[suffix][0], error) from error
+            builder, options = _FILE_FORMATS[suffix]
+            if builder == "csv" and (message := _row_past_the_header(Path(path), options, args)):
+                raise InputError(message) from error  # pandas' "Expected 2 fields in line 4, saw 3", and why
+            raise _unreadable_file_error(Path(path), builder, error) from error
     return DatasetDict(splits)
+
+
+def _row_past_the_header(path: Path, options: dict, args: TranslationDataArguments) -> str | None:
+    """What to say of the first row of a CSV/TSV file with text in fields past the columns its header row names
+    (`_unnamed_fields_message`), or None where there is none."""
+    try:
+        rows = _csv_rows(path, options)
+        named = list(next(rows, (0, []))[1])
+        while named and not named[-1].strip():
+            named.pop()
+        for line_number, row in rows:
+            if any(field.strip() for field in row[len(named):]):
+                return _unnamed_fields_message(path, line_number, row, named, options, args)
+    except (csv.Error, *_GZIP_ERRORS):  # a damaged .gz file, or not CSV: `_unreadable_file_error` says what
+        pass
+    return None
 
 
 def _plain_text_side_prefix(path: str, languages: tuple[str | None, ...] = ()) -> tuple[Path, dict[str, Path]] | None:
@@ -1347,7 +1369,8 @@ def _warn_about_evaluation_data(datasets: DatasetDict, source_lang: str, target_
         misread = []
         for lang, other in ((source_lang, target_lang), (target_lang, source_lang)):
             words = [word for pair in pairs for word in _words(pair[lang])]
-            own, others = (sum(word in vocabulary[each] for word in words) / max(len(words), 1) for each in (lang, other))
+            own, others = (sum(word in vocabulary[each] for word in words) / max(len(words), 1)
+                           for each in (lang, other))
             if others >= own + 0.2:
                 misread.append(f"{lang} side reads as {other} ({others:.0%} of its words are {other} training "
                                f"words, {own:.0%} {lang} ones)")
@@ -1355,11 +1378,13 @@ def _warn_about_evaluation_data(datasets: DatasetDict, source_lang: str, target_
             logger.warning("The %s split's %s: are its files or columns swapped? Scored so, a model's BLEU says "
                            "nothing of it.", split, " and its ".join(misread))
         known = _pairs_also_in(dataset, train, source_lang, target_lang)
-        if known >= max(1, len(dataset) / 5):
+        scored = sum(all(isinstance(pair[lang], str) and pair[lang].strip() for lang in (source_lang, target_lang))
+                     for pair in dataset["translation"])
+        if known >= max(1, scored / 5):  # of the pairs scored: blank ones are kept in place, not translated
             logger.warning(
                 "%d of the %d %s pairs are training pairs too: its scores measure how well the model remembers "
                 "them more than how it translates. Hold out pairs that are not in the training data.",
-                known, len(dataset), split,
+                known, scored, split,
             )
 
 

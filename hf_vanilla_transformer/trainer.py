@@ -126,10 +126,11 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     """Seq2SeqTrainer whose training batches hold at most `max_tokens_per_batch` padded tokens per side.
 
     `max_tokens_per_batch` comes from the constructor, else from `args.max_tokens_per_batch`; when it is None this
-    is a plain Seq2SeqTrainer. `run_settings` (JSON values: the data's languages and source, say) are recorded in
-    each checkpoint, with the arguments a resumed run must keep (`RESUMED_ARGUMENTS`), for it to check against. `per_device_train_batch_size` is then ignored for training. The training dataset must
+    is a plain Seq2SeqTrainer. `per_device_train_batch_size` is then ignored for training. The training dataset must
     be a tokenized `datasets.Dataset` with `input_ids` and `labels`. FSDP, asked for by the launcher or `--fsdp`,
-    runs or stops with an error, never falls back to DDP (see `distributed.py`).
+    runs or stops with an error, never falls back to DDP (see `distributed.py`). `run_settings` (JSON values: the
+    data's languages and source, say) are recorded in each checkpoint, with the arguments a resumed run must keep
+    (`RESUMED_ARGUMENTS`), for it to check against.
     """
 
     def __init__(self, *args, max_tokens_per_batch: int | None = None, run_settings: dict | None = None,
@@ -498,11 +499,22 @@ def readable_weights(folder: str | Path) -> None:
     022): safetensors 0.8 writes through a temporary file, which leaves them -rw------- (safetensors issue #782),
     so another user, or a container running as one, could not load the model that every other file of the run is
     readable beside."""
-    mask = os.umask(0)
-    os.umask(mask)
+    mask = _umask()
     for path in Path(folder).glob("*.safetensors"):
         with contextlib.suppress(OSError):  # not the user's file (a shared folder): left as it is
             os.chmod(path, 0o666 & ~mask)
+
+
+def _umask() -> int:
+    """The process's umask: Linux's /proc says it; elsewhere it is set and put back (for an instant, in every
+    thread)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def is_complete_checkpoint(folder: str | Path) -> bool:

@@ -12,6 +12,7 @@ import argparse
 import difflib
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -191,7 +192,8 @@ class ModelArguments:
 class DataArguments(TranslationDataArguments):
     """Data sources (see TranslationDataArguments) plus lengths, sample limits and printing."""
 
-    _argument_group_name = "data flags: one source (prefixes of plain text, files, a datasets folder or Hub id), its languages, limits"
+    _argument_group_name = ("data flags: one source (prefixes of plain text, files, a datasets folder or Hub id), "
+                            "its languages, limits")
 
     max_source_length: int = field(default=256, metadata={"help": "Truncate sources to this many tokens."})
     max_target_length: int = field(
@@ -539,8 +541,8 @@ def show_run_defaults_in_help(parser: HfArgumentParser, defaults: dict[str, str]
     own_help = {
         "do_train": f"Train. {phases}", "do_eval": "Evaluate (BLEU, chrF) on the validation split.",
         "do_predict": "Translate and score the test split.",
-        "resume_from_checkpoint": "true: go on from the last complete checkpoint in --output_dir, with the flags the run "
-                                  "started with; or the path of one checkpoint-<step> folder.",
+        "resume_from_checkpoint": ("true: go on from the last complete checkpoint in --output_dir, with the flags the "
+                                   "run started with; or the path of one checkpoint-<step> folder."),
         "push_to_hub": "Push the run's model, tokenizer and card to the Hub once, at the end (--hub_model_id names "
                        "the repository; default: the output folder's name).",
     }
@@ -1592,12 +1594,12 @@ def check_no_later_checkpoints(checkpoint: str, output_dir: str) -> None:
     later = [folder for folder in run_checkpoints(output_dir)
              if is_complete_checkpoint(folder) and checkpoint_step(folder) > step]
     if later:
-        names = ", ".join(folder.name for folder in later)
+        names, aside = ", ".join(folder.name for folder in later), Path(output_dir) / "later"
         raise InputError(
             f"--output_dir {output_dir} holds checkpoints past {checkpoint} (step {step}): {names}. A run resumed from "
             f"it would save its own steps over them, and average or resume from them as its own until then. Move "
-            f"them out of {output_dir} first (mkdir {Path(output_dir) / 'later'} && mv {' '.join(str(f) for f in later)} "
-            f"{Path(output_dir) / 'later'}), or train into a new --output_dir."
+            f"them out of {output_dir} first (mkdir {aside} && mv {' '.join(map(str, later))} {aside}), or train "
+            "into a new --output_dir."
         )
 
 
@@ -1641,8 +1643,9 @@ def checkpoint_state(checkpoint: str | Path) -> dict:
 def check_resumable(checkpoint: str, model, training_args, data_args) -> None:
     """The checkpoint holds the model the flags build (its shape and dropout), was saved with the training flags and
     languages given (`check_same_run`), lies before --max_steps and --output_dir's later checkpoints, and was written
-    under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback inside torch, a run going on unlike itself, or a
-    step past the steps asked for. Another number of processes than the checkpoint's is a warning."""
+    under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback inside
+    torch, a run going on unlike itself, or a step past the steps asked for. Another number of processes than the
+    checkpoint's is a warning."""
     config = Path(checkpoint) / "config.json"
     saved = json.loads(config.read_text()) if config.exists() else {}
     differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_SHAPE
@@ -1680,17 +1683,25 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
     restores the optimizer's settings and the schedule from the checkpoint, so a changed --learning_rate was ignored
     while the model card reported it, and other languages would make another model of the half-trained one. Other
     training data (or limits on it) is a warning: the same files may have other names now. A checkpoint saved by an
-    older version records neither and is not checked."""
+    older version records neither: its schedule's learning rate (scheduler.pt) is checked alone."""
     record = checkpoint_record(checkpoint)
     now = json.loads(json.dumps(training_args.to_dict(), default=str))  # as the record holds them
-    batched_by_tokens = record["arguments"].get("max_tokens_per_batch") and now.get("max_tokens_per_batch")
+    arguments = record["arguments"]
+    if not arguments and (rate := scheduled_learning_rate(checkpoint)) is not None:
+        arguments = {"learning_rate": rate}
+    batched_by_tokens = arguments.get("max_tokens_per_batch") and now.get("max_tokens_per_batch")
     changed = []
-    for name, saved in record["arguments"].items():
+    for name, saved in arguments.items():
         given = now.get(name, saved)
         if name == "optim":  # torch's AdamW, fused (the GPU default) or not, keeps the same state
-            saved, given = (value.removesuffix("_fused") if isinstance(value, str) else value for value in (saved, given))
-        if given != saved and not (name == "per_device_train_batch_size" and batched_by_tokens):
-            changed.append(f"--{name} {shown(given)} (the run's: {shown(saved)})")
+            saved, given = (value.removesuffix("_fused") if isinstance(value, str) else value
+                            for value in (saved, given))
+        if same_value(given, saved) or (name == "per_device_train_batch_size" and batched_by_tokens):
+            continue
+        changed.append(f"--{name} {shown(given)} (the run's: {shown(saved)})")
+        if name == "learning_rate":  # given or not: the paper's rate depends on --warmup_steps, a share of the steps
+            changed[-1] += ("; without --learning_rate a new model's is d_model^-0.5 * warmup_steps^-0.5, and a "
+                            f"--warmup_steps below 1 is a share of the steps: give --learning_rate {shown(saved)}")
     saved_run, this_run = record["run"], run_settings(data_args)
     languages = [saved_run.get(name) for name in ("source_lang", "target_lang")]
     if all(languages) and languages != [data_args.source_lang, data_args.target_lang]:
@@ -1711,9 +1722,27 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
                        "data given now, and the model card names that alone.", checkpoint, "; ".join(data))
 
 
+def scheduled_learning_rate(checkpoint: str) -> float | None:
+    """The peak learning rate of a checkpoint's schedule (scheduler.pt's base_lrs), which the Trainer restores
+    whatever --learning_rate says; None where it cannot be read."""
+    try:
+        rates = torch.load(Path(checkpoint) / "scheduler.pt", weights_only=True).get("base_lrs")
+        return float(max(rates))
+    except Exception:  # noqa: BLE001 - no schedule, or one of another kind: nothing to check it against
+        return None
+
+
+def same_value(given, saved) -> bool:
+    """Whether a flag's value now is the one a checkpoint recorded: numbers within a millionth (a rate computed
+    again from the same flags, a value typed from a message)."""
+    numbers = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in (given, saved))
+    return math.isclose(given, saved, rel_tol=1e-6) if numbers else given == saved
+
+
 def shown(value) -> str:
-    """A flag's value as a user types it: 100 for a float 100.0 (warmup_steps), 0.002 for a learning rate."""
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    """A flag's value as a user types it, whole: 100 for a float 100.0 (warmup_steps), 0.07905694150420949 for a
+    computed learning rate (what the message shows is what resumes)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def check_training_left(checkpoint: str, training_args) -> None:
@@ -1726,7 +1755,8 @@ def check_training_left(checkpoint: str, training_args) -> None:
         if step > training_args.max_steps:
             raise InputError(
                 f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "
-                f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint."
+                f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint, moving the "
+                "later ones out of the folder first."
             )
         if step == training_args.max_steps:  # the Trainer would train one step more
             raise InputError(
@@ -1739,7 +1769,8 @@ def check_training_left(checkpoint: str, training_args) -> None:
     if done > epochs + 1e-6:
         raise InputError(
             f"{checkpoint} is at epoch {done:g}, past --num_train_epochs {epochs:g}: there is nothing left to train. "
-            f"Give --num_train_epochs above {done:g} to train on, or resume from an earlier checkpoint."
+            f"Give --num_train_epochs above {done:g} to train on, or resume from an earlier checkpoint, moving the "
+            "later ones out of the folder first."
         )
     finished = state.get("num_train_epochs") == epochs and step >= state.get("max_steps", step + 1)
     if finished or done >= epochs - 1e-6:

@@ -583,7 +583,8 @@ def test_ctrl_c_at_a_terminal_is_one_line(script, model_dir, expected, tmp_path,
     """Ctrl-C while translate.py waits for a line: run_command's one line and status 130; with -o, how many
     translations the file holds."""
     monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
-    for output, said in [([], "."), (["-o", str(tmp_path / "out.txt")], f": 1 translation is in {tmp_path / 'out.txt'}.")]:
+    written = f": 1 translation is in {tmp_path / 'out.txt'}."
+    for output, said in [([], "."), (["-o", str(tmp_path / "out.txt")], written)]:
         monkeypatch.setattr(sys, "stdin", TypedLines([LINES[0].encode() + b"\n", KeyboardInterrupt()], capsys))
         with pytest.raises(SystemExit) as exit_info:
             run_command(lambda: script.main([str(model_dir), "-q", *output]), name="translate.py")

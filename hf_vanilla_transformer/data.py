@@ -1072,11 +1072,15 @@ def _language_fields_are_text(features: Features, source_lang: str, target_lang:
     """Whether `datasets` read the language fields of JSON data (a `translation` dict's, or the top level's) as
     text: a field that holds a number once is read as `Json`, which decodes the strings "1", "true" and "null" of
     its other rows into a number, a boolean and None, and a field of numbers only as integers."""
-    fields = features.get("translation", features)
-    if not isinstance(fields, dict):  # `Json`: rows whose translation dicts have different keys
-        return False
-    return all(isinstance(fields[lang], Value) and fields[lang].dtype in ("string", "large_string")
-               for lang in (source_lang, target_lang) if lang in fields)
+    places = [features["translation"]] if "translation" in features else []
+    if not places or source_lang in features or target_lang in features:  # the flat rows of a file mixing forms too
+        places.append(features)
+    return all(
+        isinstance(fields, dict)  # not `Json`: rows whose translation dicts have different keys
+        and all(isinstance(fields[lang], Value) and fields[lang].dtype in ("string", "large_string")
+                for lang in (source_lang, target_lang) if lang in fields)
+        for fields in places
+    )
 
 
 _JSON_NUMBERS_AS_TEXT = {"parse_int": str, "parse_float": str, "parse_constant": str}
@@ -1124,13 +1128,15 @@ def _json_files_as_text(paths: list[Path], source_lang: str, target_lang: str) -
         return value  # a string, a number's text, or None
 
     names = list(dict.fromkeys(name for row in rows for name in row))
-    nested = "translation" in names  # then the languages are the translation dicts' fields, not the top level's
+    # a row's languages are its translation dict's fields where it has one, else its top level's (a file may mix both)
+    nested = [isinstance(row.get("translation"), dict) for row in rows]
     columns = {}
     for name in names:
         values = [row.get(name) for row in rows]
         if name != "translation" or not any(isinstance(value, dict) and value for value in values):
-            lang = name if name in (source_lang, target_lang) and not nested else None
-            columns[name] = pa.array([as_text(value, lang, row) for row, value in enumerate(values)], pa.string())
+            language = name in (source_lang, target_lang)
+            columns[name] = pa.array([as_text(value, name if language and not nested[row] else None, row)
+                                      for row, value in enumerate(values)], pa.string())
             continue
         pairs = [value if isinstance(value, dict) else None for value in values]
         keys = list(dict.fromkeys(key for pair in pairs if pair for key in pair))

@@ -43,7 +43,7 @@ logger = logging.get_logger(__name__)
 class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
     """`Seq2SeqTrainingArguments` plus `--max_tokens_per_batch` (per device; the paper used ~25k over 8 GPUs)."""
 
-    _argument_group_name = ("training flags: Seq2SeqTrainingArguments', then this package's (--max_tokens_per_batch, "
+    _argument_group_name = ("training flags: Seq2SeqTrainingArguments, then this package's (--max_tokens_per_batch, "
                             "--bucket_shapes, --average_last_checkpoints, ...) at the end")
 
     max_tokens_per_batch: int | None = field(

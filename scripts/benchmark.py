@@ -424,6 +424,7 @@ def run_training_script_loop(args, model) -> float:
     with tempfile.TemporaryDirectory() as output_dir:
         flags = ["--output_dir", output_dir, "--train_file", "benchmark", "--source_lang", "x", "--target_lang", "y",
                  "--max_steps", str(warmup + timed_steps),
+                 "--warmup_steps", "0", "--learning_rate", "1e-4",  # a schedule for this short run: no warning
                  "--max_tokens_per_batch", str(args.batch_size * args.seq_len), "--save_strategy", "no",
                  "--eval_strategy", "no", "--logging_strategy", "no", "--disable_tqdm", "true",
                  "--seed", str(args.seed)]

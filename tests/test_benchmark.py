@@ -119,7 +119,7 @@ def test_printed_table(benchmark, tiny_run):
     assert f"{script['vs_bare_loop']:.2f}x ours' bare loop" in table
 
 
-def test_the_training_script_loop_runs_the_scripts_trainer_on_the_same_batches(benchmark, monkeypatch):
+def test_the_training_script_loop_runs_the_scripts_trainer_on_the_same_batches(benchmark, monkeypatch, caplog):
     """Its Trainer: TokenBatchingSeq2SeqTrainer with the script's recipe (label smoothing, fused AdamW, its collator)
     over token batches of --batch_size x --seq_len, each of which it trains once."""
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
@@ -138,6 +138,7 @@ def test_the_training_script_loop_runs_the_scripts_trainer_on_the_same_batches(b
     (training_args, shapes), = seen
     assert training_args.label_smoothing_factor == 0.1 and training_args.optim == "adamw_torch_fused"
     assert training_args.max_steps == 1 + 2 * 2 and shapes == [(4, 6)] * 5  # warm-up + steps x repeats
+    assert "is not below --max_steps" not in caplog.text  # the paper's 4000 warmup steps, warned about in a short run
 
 
 def test_tokens_per_batch_sets_the_sentences_per_batch(benchmark, capsys):

@@ -270,6 +270,20 @@ def test_json_lines_that_mix_both_row_forms_read_every_row(tmp_path, split):
     assert load_pairs("de", "en", tmp_path, split, **{f"{split}_file": path}) == list(zip(GERMAN, ENGLISH))
 
 
+def test_json_lines_that_mix_both_row_forms_with_numbers_and_lists(tmp_path, caplog):
+    """A number or a list in a flat row of a file that mixes both row forms was a pyarrow traceback ("Could not
+    convert ... tried to convert to int64", "cannot mix list and non-list"): read as in a file of one form, the
+    number as its text, the list as missing, with the warning naming its line."""
+    rows = [{"translation": {"de": de, "en": en}} if row % 2 else {"de": de, "en": en}
+            for row, (de, en) in enumerate(zip(GERMAN, ENGLISH))]
+    rows += [{"de": 1.50, "en": 1999}, {"de": ["a"], "en": "b"}]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows).replace("1.5,", "1.50,"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        loaded = load_pairs("de", "en", tmp_path, train_file=tmp_path / "train.jsonl")
+    assert loaded == [*zip(GERMAN, ENGLISH), ("1.50", "1999")]
+    assert f"{tmp_path / 'train.jsonl'}: the de value of line 5 is not text but a list" in caplog.text
+
+
 def test_datasets_saved_with_save_to_disk(tmp_path):
     """A DatasetDict's folder gives its splits; one Dataset's folder (datasets asked for load_from_disk, which a
     command line cannot call) is the train split."""

@@ -488,6 +488,7 @@ class MarkCheckpointComplete(TrainerCallback):
             readable_weights(folder)
             staging = folder / f".{CHECKPOINT_COMPLETE}.tmp"
             arguments = args.to_dict()
+            arguments["warmup_steps"] = args.get_warmup_steps(state.max_steps)  # in steps: a share (0.1) is of them
             record = {"global_step": state.global_step, "run": self.run_settings,
                       "arguments": {name: arguments[name] for name in RESUMED_ARGUMENTS if name in arguments}}
             staging.write_text(json.dumps(record, indent=2, default=str))

@@ -1686,6 +1686,9 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
     older version records neither: its schedule's learning rate (scheduler.pt) is checked alone."""
     record = checkpoint_record(checkpoint)
     now = json.loads(json.dumps(training_args.to_dict(), default=str))  # as the record holds them
+    steps = training_args.max_steps if training_args.max_steps > 0 else checkpoint_state(checkpoint).get("max_steps")
+    if steps:  # the warmup in steps, as recorded: a share of the steps (0.1) changes with --max_steps
+        now["warmup_steps"] = training_args.get_warmup_steps(steps)
     arguments = record["arguments"]
     if not arguments and (rate := scheduled_learning_rate(checkpoint)) is not None:
         arguments = {"learning_rate": rate}
@@ -1702,6 +1705,9 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
         if name == "learning_rate":  # given or not: the paper's rate depends on --warmup_steps, a share of the steps
             changed[-1] += ("; without --learning_rate a new model's is d_model^-0.5 * warmup_steps^-0.5, and a "
                             f"--warmup_steps below 1 is a share of the steps: give --learning_rate {shown(saved)}")
+        if name == "warmup_steps" and training_args.warmup_steps < 1:
+            changed[-1] = (f"--warmup_steps {shown(training_args.warmup_steps)}, {shown(given)} of these steps (the "
+                           f"run's: {shown(saved)}): give --warmup_steps {shown(saved)} to keep the run's")
     saved_run, this_run = record["run"], run_settings(data_args)
     languages = [saved_run.get(name) for name in ("source_lang", "target_lang")]
     if all(languages) and languages != [data_args.source_lang, data_args.target_lang]:

@@ -129,6 +129,9 @@ def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
     (["--weight_decay", "0.5"], "--weight_decay 0.5 (the run's: 0)"),
     (["--adam_beta2", "0.5"], "--adam_beta2 0.5 (the run's: 0.98)"),
     (["--warmup_steps", "100"], "--warmup_steps 100 (the run's: 20)"),  # took effect mid-run
+    # a share of the steps: 20 of 120 as the run had them, but 40 of a run extended to 240
+    (["--warmup_steps", "0.1666", "--max_steps", "240"],
+     "--warmup_steps 0.1666, 40 of these steps (the run's: 20): give --warmup_steps 20 to keep the run's"),
     (["--lr_scheduler_type", "linear"], "--lr_scheduler_type linear (the run's: inverse_sqrt)"),
     (["--seed", "8"], "--seed 8 (the run's: 7)"),  # other batches from the step it resumes at
     (["--per_device_train_batch_size", "8"], "--per_device_train_batch_size 8 (the run's: 16)"),
@@ -159,6 +162,7 @@ def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp
         check_same_run(checkpoint, training_args, data_args)
         check_same_run(checkpoint, dataclasses.replace(training_args, optim="adamw_torch"), data_args)  # not fused
         check_same_run(checkpoint, dataclasses.replace(training_args, learning_rate=0.002 * (1 + 1e-9)), data_args)
+        check_same_run(checkpoint, dataclasses.replace(training_args, warmup_steps=0.1666), data_args)  # 20 of 120
     assert record["arguments"]["optim"] == training_args.optim == "adamw_torch_fused" and caplog.text == ""
     swapped = dataclasses.replace(data_args, source_lang="en", target_lang="de")
     with pytest.raises(InputError, match=r"--source_lang en --target_lang de \(the run's: de -> en\)"):

@@ -1703,8 +1703,8 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
             continue
         changed.append(f"--{name} {shown(given)} (the run's: {shown(saved)})")
         if name == "learning_rate":  # given or not: the paper's rate depends on --warmup_steps, a share of the steps
-            changed[-1] += ("; without --learning_rate a new model's is d_model^-0.5 * warmup_steps^-0.5, and a "
-                            f"--warmup_steps below 1 is a share of the steps: give --learning_rate {shown(saved)}")
+            changed[-1] += (f": give --learning_rate {shown(saved)} (a rate not given is computed from d_model and the "
+                            "warmup steps, which a --warmup_steps below 1, a share of the steps, changes)")
         if name == "warmup_steps" and training_args.warmup_steps < 1:
             changed[-1] = (f"--warmup_steps {shown(training_args.warmup_steps)}, {shown(given)} of these steps (the "
                            f"run's: {shown(saved)}): give --warmup_steps {shown(saved)} to keep the run's")

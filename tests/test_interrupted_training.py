@@ -176,7 +176,7 @@ def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp
     check_same_run(str(old), dataclasses.replace(training_args, learning_rate=0.5), swapped)
     # but its schedule's rate, which the Trainer restores: a new --learning_rate was ignored, and then recorded
     shutil.copy(uninterrupted / "checkpoint-100" / "scheduler.pt", old)
-    with pytest.raises(InputError, match=r"--learning_rate 0.5 \(the run's: 0.002\); without --learning_rate"):
+    with pytest.raises(InputError, match=r"--learning_rate 0.5 \(the run's: 0.002\): give --learning_rate 0.002 \("):
         check_same_run(str(old), dataclasses.replace(training_args, learning_rate=0.5), swapped)
 
 

@@ -192,13 +192,14 @@ def _spaced(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
-_SPACE_AT_PUNCTUATION = re.compile(r"\s+(?=[^\w\s])|(?<=[^\w\s])\s+")
+_UNSPACED_SCRIPTS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana, CJK ideographs
+_SPACE_AT_PUNCTUATION = re.compile(rf"\s+(?=[^\w\s]|[{_UNSPACED_SCRIPTS}])|(?<=[^\w\s]|[{_UNSPACED_SCRIPTS}])\s+")
 
 
 def _unspaced(text: str) -> str:
-    """`_spaced(text)` without the spaces next to punctuation: where a tokenizer that splits punctuation off words
-    (a Whitespace or BERT pre-tokenizer) decodes "Straße ." or "rot - weiß", or a cleaning decoder "Mädchen, das"
-    of a corpus's "Mädchen , das"."""
+    """`_spaced(text)` without the spaces next to punctuation or a Chinese or Japanese character: where a tokenizer
+    that splits punctuation off words (a Whitespace or BERT pre-tokenizer) decodes "Straße ." or "rot - weiß", a
+    cleaning decoder "Mädchen, das" of a corpus's "Mädchen , das", or a character-level Chinese one "我 爱 你"."""
     return _SPACE_AT_PUNCTUATION.sub("", _spaced(text))
 
 
@@ -322,7 +323,7 @@ def check_decodes_to_text(tokenizer, texts: list[str], name: str | Path) -> None
         text, decoded = min(spacing, key=lambda pair: len(pair[0]))
         logger.warning(
             f"The tokenizer {name} decodes {len(spacing)} of {checked} training targets with other spaces at "
-            f"punctuation, e.g. {_shown(text)} -> {_shown(decoded)}, and so will the model's translations read (and "
+            f"punctuation or between Chinese or Japanese characters, e.g. {_shown(text)} -> {_shown(decoded)}, and so will the model's translations read (and "
             "be scored). A tokenizer whose pre-tokenizer keeps the spaces (ByteLevel, Metaspace) gives text back as "
             "it is; leaving --tokenizer_name out trains one on the data."
         )

@@ -333,26 +333,41 @@ def test_a_tokenizer_without_the_decoder_its_pre_tokenizer_calls_for_is_given_it
         assert reloaded.decode(reloaded(text_target=text)["input_ids"], skip_special_tokens=True) == text
 
 
+def word_level_tokenizer(texts, pre_tokenizer):
+    """A word-level `tokenizers` tokenizer with `pre_tokenizer` and no decoder, trained on `texts`."""
+    from tokenizers import Tokenizer, models, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizer
+    backend.train_from_iterator(texts, trainers.WordLevelTrainer(
+        special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>")
+
+
 def test_a_tokenizer_that_changes_only_the_spaces_at_punctuation_is_warned_about(caplog):
     """A word-level tokenizer with a Whitespace pre-tokenizer decodes "Straße ." for "Straße.": no decoder can put
-    the spaces back, but the words are the words, so a warning, not a refusal."""
+    the spaces back, but the words are the words, so a warning, not a refusal. So for a character-level Chinese
+    tokenizer, which decodes "我 爱 你 。" for "我爱你。" (was refused)."""
     import logging
 
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Regex, pre_tokenizers
 
     from hf_vanilla_transformer.tokenization import check_decodes_to_text
 
-    backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    backend.train_from_iterator(GERMAN_TARGETS, trainers.WordLevelTrainer(
-        special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>",
-                                        eos_token="</s>", unk_token="<unk>")
+    tokenizer = word_level_tokenizer(GERMAN_TARGETS, pre_tokenizers.Whitespace())
+    chinese = ["我爱你。", "今天天气很好。", "他们在公园里玩。"]
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.tokenization"):
+        characters = word_level_tokenizer(chinese, pre_tokenizers.Split(Regex("."), behavior="isolated"))
+        check_decodes_to_text(characters, chinese, "zh-chars")
+        assert "The tokenizer zh-chars decodes 3 of 3 training targets with other spaces" in caplog.text
+        assert "'我爱你。' -> '我 爱 你 。'" in caplog.text
+        caplog.clear()
         check_decodes_to_text(tokenizer, GERMAN_TARGETS, "toks/words")
     assert caplog.messages == [
-        "The tokenizer toks/words decodes 6 of 6 training targets with other spaces at punctuation, e.g. "
+        "The tokenizer toks/words decodes 6 of 6 training targets with other spaces at punctuation or between "
+        "Chinese or Japanese characters, e.g. "
         "'Die Kinder essen Äpfel und trinken Saft.' -> 'Die Kinder essen Äpfel und trinken Saft .', and so will the "
         "model's translations read (and be scored). A tokenizer whose pre-tokenizer keeps the spaces (ByteLevel, "
         "Metaspace) gives text back as it is; leaving --tokenizer_name out trains one on the data."]

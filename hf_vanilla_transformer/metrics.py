@@ -42,17 +42,27 @@ BLEU_CHRF_METRIC_PATH = str(Path(__file__).parent / "evaluate_metrics" / "bleu_c
 """The `evaluate` metric module shipped in the package: `evaluate.load(BLEU_CHRF_METRIC_PATH)` works offline."""
 
 
+UNSPACED_LANGUAGES = {"th": "Thai", "lo": "Lao", "km": "Khmer", "my": "Burmese", "bo": "Tibetan", "dz": "Dzongkha"}
+"""Languages written without spaces between words that sacrebleu's `-l` leaves to 13a (a perfect Thai translation
+scored BLEU 0 with chrF 95): scored by characters instead."""
+
+
 def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) -> str:
     """The tokenization BLEU uses: `tokenize` if given, else the one sacrebleu chooses for the target language, as
     its command line does with `-l`: `zh` for Chinese, `ja-mecab` for Japanese, `ko-mecab` for Korean (codes such as
-    `zh-CN`, `zh_Hant`, `cmn`, `yue` or `jpn` included: `language_code`), `13a` for the rest. 13a splits text at
-    spaces and punctuation, so a language written without spaces would be scored by whole sentences: BLEU 0 for a
-    perfect translation.
+    `zh-CN`, `zh_Hant`, `cmn`, `yue` or `jpn` included: `language_code`), `char` for Thai and the other
+    `UNSPACED_LANGUAGES` (with a warning), `13a` for the rest. 13a splits text at spaces and punctuation, so a
+    language written without spaces would be scored by whole sentences: BLEU 0 for a perfect translation.
     `ja-mecab`/`ko-mecab` need `pip install "sacrebleu[ja]"` / `"sacrebleu[ko]"`; without it, `char` (each character
     a token) with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""
     if tokenize is not None and tokenize not in BLEU_TOKENIZERS:
         raise ValueError(f"sacrebleu has no BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}.")
     language = language_code(target_lang)
+    if tokenize is None and language in UNSPACED_LANGUAGES:  # sacrebleu's -l would give 13a: BLEU 0 for them
+        logger.warning("BLEU for target language %r: %s is written without spaces between words, which 13a needs; "
+                       "scoring characters (`char`). --bleu_tokenize chooses another.", target_lang,
+                       UNSPACED_LANGUAGES[language])
+        return "char"
     chosen = tokenize or sacrebleu.BLEU._TOKENIZER_MAP.get(language, sacrebleu.BLEU.TOKENIZER_DEFAULT)
     try:
         sacrebleu.BLEU(tokenize=chosen)  # the name, not its signature ("ja-mecab-0.996-IPA"), is what BLEU takes

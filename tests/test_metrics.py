@@ -68,6 +68,12 @@ def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
         assert bleu_tokenizer("ja") == "ja-mecab"
     with pytest.raises(ValueError, match="no BLEU tokenizer 'spaces'.*13a"):
         bleu_tokenizer("de", "spaces")
+    # Thai is written without spaces too, and sacrebleu's -l leaves it to 13a: a perfect translation scored 0
+    thai = ["สี่หมื่นสองพันสามร้อยสิบสอง", "เก้าหมื่นสี่พันแปดร้อยยี่สิบห้า"]
+    assert compute_translation_metrics(thai, thai)["bleu"] == pytest.approx(0.0)
+    assert bleu_tokenizer("th") == bleu_tokenizer("th_TH") == "char" and bleu_tokenizer("th", "13a") == "13a"
+    assert "Thai is written without spaces between words" in caplog.text
+    assert compute_translation_metrics(thai, thai, bleu_tokenize="char")["bleu"] == pytest.approx(100.0)
 
 
 def test_the_bleu_tokenizer_chosen_is_a_name_bleu_takes(monkeypatch):

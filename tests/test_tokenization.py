@@ -333,13 +333,16 @@ def test_a_tokenizer_without_the_decoder_its_pre_tokenizer_calls_for_is_given_it
         assert reloaded.decode(reloaded(text_target=text)["input_ids"], skip_special_tokens=True) == text
 
 
-def word_level_tokenizer(texts, pre_tokenizer):
-    """A word-level `tokenizers` tokenizer with `pre_tokenizer` and no decoder, trained on `texts`."""
+def word_level_tokenizer(texts, pre_tokenizer, normalizer=None):
+    """A word-level `tokenizers` tokenizer with `pre_tokenizer` (and `normalizer`) and no decoder, trained on
+    `texts`."""
     from tokenizers import Tokenizer, models, trainers
     from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.WordLevel(unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizer
+    if normalizer is not None:
+        backend.normalizer = normalizer
     backend.train_from_iterator(texts, trainers.WordLevelTrainer(
         special_tokens=["<pad>", "<s>", "</s>", "<unk>"], show_progress=False))
     return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
@@ -352,7 +355,7 @@ def test_a_tokenizer_that_changes_only_the_spaces_at_punctuation_is_warned_about
     tokenizer, which decodes "我 爱 你 。" for "我爱你。" (was refused)."""
     import logging
 
-    from tokenizers import Regex, pre_tokenizers
+    from tokenizers import Regex, normalizers, pre_tokenizers
 
     from hf_vanilla_transformer.tokenization import check_decodes_to_text
 
@@ -363,6 +366,11 @@ def test_a_tokenizer_that_changes_only_the_spaces_at_punctuation_is_warned_about
         check_decodes_to_text(characters, chinese, "zh-chars")
         assert "The tokenizer zh-chars decodes 3 of 3 training targets with other spaces" in caplog.text
         assert "'我爱你。' -> '我 爱 你 。'" in caplog.text
+        caplog.clear()  # BERT's Chinese normalizer pads each character with spaces: its form does not excuse them
+        bert = word_level_tokenizer(chinese, pre_tokenizers.BertPreTokenizer(),
+                                    normalizers.BertNormalizer(handle_chinese_chars=True, lowercase=False))
+        check_decodes_to_text(bert, chinese, "bert-zh")
+        assert "The tokenizer bert-zh decodes 3 of 3 training targets with other spaces" in caplog.text
         caplog.clear()
         check_decodes_to_text(tokenizer, GERMAN_TARGETS, "toks/words")
     assert caplog.messages == [

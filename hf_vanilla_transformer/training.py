@@ -1083,6 +1083,8 @@ def setup_logging(training_args) -> None:
     # this module's logger and the package's others: their few info lines (the model's size, the vocabulary trained,
     # where the translations went) shown by the main process unless --log_level says otherwise
     ours = logging.INFO if training_args.log_level == "passive" and training_args.should_log else level
+    if not training_args.should_log and training_args.log_level_replica == "warning":  # the default: every process
+        ours = logging.ERROR  # checks the same data and model, and the main process says what it found, once
     logging.getLogger(__package__).setLevel(ours)
     datasets.utils.logging.set_verbosity(level)
     transformers.utils.logging.set_verbosity(level)
@@ -1091,6 +1093,8 @@ def setup_logging(training_args) -> None:
     if training_args.disable_tqdm:  # no bars at all, not only the Trainer's: none from tokenizing or saving either
         datasets.disable_progress_bars()
         transformers.utils.logging.disable_progress_bar()
+    elif not training_args.should_log:  # the data's bars once, from the main process, as the Trainer's are
+        datasets.disable_progress_bars()
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -1189,8 +1193,10 @@ def main(argv: list[str] | None = None) -> dict:
 
     all_metrics = train(trainer, resume_from) if training_args.do_train else {}
     if training_args.do_train and trainer.is_world_process_zero():  # rendered again with the scores; a Ctrl-C
-        save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics,  # while scoring keeps it
-                      split_sizes=split_sizes)
+        try:  # while scoring keeps it
+            save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, split_sizes=split_sizes)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt(not_scored(training_args.output_dir)) from None
 
     # Validation and test are translated once each: the last one's translations are written out and shown.
     translations, samples_split = [], None
@@ -1203,11 +1209,7 @@ def main(argv: list[str] | None = None) -> dict:
         except KeyboardInterrupt:  # Ctrl-C while scoring: the trained model is saved already
             if not training_args.do_train:
                 raise
-            raise KeyboardInterrupt(
-                f"the run's model is saved in {training_args.output_dir}, not scored: score it with this run's data "
-                f"flags and --model_name_or_path {training_args.output_dir} --do_train false --output_dir "
-                f"{Path(training_args.output_dir) / 'scored'}."
-            ) from None
+            raise KeyboardInterrupt(not_scored(training_args.output_dir)) from None
         metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
         if prefix == "eval" and training_args.do_train:
             warn_if_averaging_scored_less(trainer.state.log_history, metrics, all_metrics.get("averaged_checkpoints"))
@@ -1257,6 +1259,12 @@ def main(argv: list[str] | None = None) -> dict:
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()  # as torch asks of a distributed program before it exits
     return all_metrics
+
+
+def not_scored(output_dir: str) -> str:
+    """What Ctrl-C after the training says: the model is saved, and how to score it."""
+    return (f"the run's model is saved in {output_dir}, not scored: score it with this run's data flags and "
+            f"--model_name_or_path {output_dir} --do_train false --output_dir {Path(output_dir) / 'scored'}.")
 
 
 def warn_if_averaging_scored_less(log_history: list[dict], final: dict, averaged: int | None) -> None:

@@ -290,3 +290,14 @@ def test_ctrl_c_while_scoring_the_trained_model_says_it_is_saved(tmp_path, monke
     assert (out / "model_card_inputs.json").is_file()
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "built-in `number_words` corpus" in card and "eval_bleu" not in card
+    from hf_vanilla_transformer import training
+
+    def card(*args, **kwargs):  # Ctrl-C while the card is written, before the scoring: said "interrupted." alone
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "save_run_card", card)
+    with pytest.raises(KeyboardInterrupt, match=re.escape(f"the run's model is saved in {out}, not scored")):
+        main(list(map(str, ["--output_dir", out, "--number_words_train_size", "32", "--number_words_eval_size", "4",
+                            "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32",
+                            "--max_steps", "1", "--save_strategy", "no", "--eval_strategy", "no",
+                            "--average_last_checkpoints", "0", "--disable_tqdm", "true", "--overwrite_output_dir"])))

@@ -413,6 +413,36 @@ def test_an_average_that_scores_less_than_the_last_evaluation_is_warned_about(ca
            "step 300" in caplog.text and "--average_last_checkpoints 0" in caplog.text
 
 
+def test_other_processes_leave_the_packages_warnings_and_data_bars_to_the_main_one(monkeypatch):
+    """Under 2 processes each printed the same data warnings and "Checking the train pairs" bars: once now, from the
+    main process, unless --log_level_replica asks the others for them."""
+    from types import SimpleNamespace
+
+    import datasets
+
+    from hf_vanilla_transformer import training
+
+    disabled = []
+    monkeypatch.setattr(datasets, "disable_progress_bars", lambda: disabled.append(True))
+    import transformers
+
+    package = logging.getLogger("hf_vanilla_transformer")
+    levels = package.level, transformers.logging.get_verbosity(), datasets.logging.get_verbosity()
+    try:
+        for main_process, replica, expected in [(True, "warning", logging.INFO), (False, "warning", logging.ERROR),
+                                                (False, "info", logging.INFO)]:
+            disabled.clear()
+            args = SimpleNamespace(log_level="passive", log_level_replica=replica, should_log=main_process,
+                                   disable_tqdm=False, get_process_log_level=lambda: logging.WARNING if main_process
+                                   else {"warning": logging.WARNING, "info": logging.INFO}[replica])
+            training.setup_logging(args)
+            assert package.level == expected and bool(disabled) is not main_process
+    finally:
+        package.setLevel(levels[0])
+        transformers.logging.set_verbosity(levels[1])
+        datasets.logging.set_verbosity(levels[2])
+
+
 def test_help_groups_the_flags_and_says_what_the_script_does_with_them(capsys):
     """`--help` was 800 lines of one flat list behind a 157-line usage block, the script's own flags last among
     GaLore's, and it said the phases default to False and --push_to_hub pushes at every save: the flags are in

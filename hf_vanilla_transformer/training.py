@@ -1694,9 +1694,13 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
     older version records neither: its schedule's learning rate (scheduler.pt) is checked alone."""
     record = checkpoint_record(checkpoint)
     now = json.loads(json.dumps(training_args.to_dict(), default=str))  # as the record holds them
-    steps = training_args.max_steps if training_args.max_steps > 0 else checkpoint_state(checkpoint).get("max_steps")
-    if steps:  # the warmup in steps, as recorded: a share of the steps (0.1) changes with --max_steps
-        now["warmup_steps"] = training_args.get_warmup_steps(steps)
+    state, saved_warmup = checkpoint_state(checkpoint), record["arguments"].get("warmup_steps")
+    steps = training_args.max_steps if training_args.max_steps > 0 else None
+    if steps is None and state.get("max_steps") and state.get("num_train_epochs"):  # by epochs: the steps as many
+        steps = math.ceil(state["max_steps"] / state["num_train_epochs"] * training_args.num_train_epochs)
+    if steps and isinstance(saved_warmup, (int, float)) and float(saved_warmup).is_integer():
+        now["warmup_steps"] = training_args.get_warmup_steps(steps)  # in steps, as recorded: a share (0.1) of a
+        # longer run is more of them
     arguments = record["arguments"]
     if not arguments and (rate := scheduled_learning_rate(checkpoint)) is not None:
         arguments = {"learning_rate": rate}
@@ -1750,7 +1754,9 @@ def same_value(given, saved) -> bool:
     """Whether a flag's value now is the one a checkpoint recorded: numbers within a millionth (a rate computed
     again from the same flags, a value typed from a message)."""
     numbers = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in (given, saved))
-    return math.isclose(given, saved, rel_tol=1e-6) if numbers else given == saved
+    if numbers and (isinstance(given, float) or isinstance(saved, float)):  # a seed or a batch size: exactly
+        return math.isclose(given, saved, rel_tol=1e-6)
+    return given == saved
 
 
 def shown(value) -> str:

@@ -163,6 +163,20 @@ def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp
         check_same_run(checkpoint, dataclasses.replace(training_args, optim="adamw_torch"), data_args)  # not fused
         check_same_run(checkpoint, dataclasses.replace(training_args, learning_rate=0.002 * (1 + 1e-9)), data_args)
         check_same_run(checkpoint, dataclasses.replace(training_args, warmup_steps=0.1666), data_args)  # 20 of 120
+    dated = tmp_path / "dated" / "checkpoint-100"  # a date for a seed: integers compare exactly, not within 1e-6
+    dated.mkdir(parents=True)
+    (dated / CHECKPOINT_COMPLETE).write_text(json.dumps({**record, "arguments": {**record["arguments"],
+                                                                                "seed": 20240101}}))
+    with pytest.raises(InputError, match=r"--seed 20240102 \(the run's: 20240101\)"):
+        check_same_run(str(dated), dataclasses.replace(training_args, seed=20240102), data_args)
+    record_by_epochs = json.loads((uninterrupted / "checkpoint-100" / "trainer_state.json").read_text())
+    assert record_by_epochs["max_steps"] == 120  # a run by epochs: the steps of as many epochs as given now
+    by_epochs = dataclasses.replace(training_args, max_steps=-1, warmup_steps=0.1666,
+                                    num_train_epochs=record_by_epochs["num_train_epochs"])
+    check_same_run(checkpoint, by_epochs, data_args)
+    with pytest.raises(InputError, match=r"--warmup_steps 0.1666, 40 of these steps \(the run's: 20\)"):
+        check_same_run(checkpoint, dataclasses.replace(by_epochs, num_train_epochs=2 * by_epochs.num_train_epochs),
+                       data_args)
     assert record["arguments"]["optim"] == training_args.optim == "adamw_torch_fused" and caplog.text == ""
     swapped = dataclasses.replace(data_args, source_lang="en", target_lang="de")
     with pytest.raises(InputError, match=r"--source_lang en --target_lang de \(the run's: de -> en\)"):

@@ -72,6 +72,8 @@ def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
     thai = ["สี่หมื่นสองพันสามร้อยสิบสอง", "เก้าหมื่นสี่พันแปดร้อยยี่สิบห้า"]
     assert compute_translation_metrics(thai, thai)["bleu"] == pytest.approx(0.0)
     assert bleu_tokenizer("th") == bleu_tokenizer("th_TH") == "char" and bleu_tokenizer("th", "13a") == "13a"
+    for code in ("tha", "lo", "lao", "lao_Laoo", "khm", "mya", "bur", "bod", "dzo_Tibt"):  # the others, any code
+        assert bleu_tokenizer(code) == "char", code
     assert "Thai is written without spaces between words" in caplog.text
     assert compute_translation_metrics(thai, thai, bleu_tokenize="char")["bleu"] == pytest.approx(100.0)
 

@@ -36,6 +36,7 @@ from datasets.table import CastError
 
 from .errors import USER_ERRORS, InputError, MissingFileError
 from .hub import loading_from
+from .metrics import language_code
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
@@ -336,28 +337,22 @@ def _prefix_languages(prefix: str | Path) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-_LANGUAGE_NAMES = {
-    "en": ("english", "eng"), "de": ("german", "deutsch", "deu", "ger"),
-    "fr": ("french", "francais", "français", "fra", "fre"), "es": ("spanish", "espanol", "español", "spa"),
-    "it": ("italian", "italiano", "ita"), "pt": ("portuguese", "por"), "nl": ("dutch", "nld", "dut"),
-    "cs": ("czech", "ces", "cze"), "pl": ("polish", "pol"), "ru": ("russian", "rus"), "uk": ("ukrainian", "ukr"),
-    "ro": ("romanian", "ron", "rum"), "tr": ("turkish", "tur"), "fi": ("finnish", "fin"), "et": ("estonian", "est"),
-    "lv": ("latvian", "lav"), "lt": ("lithuanian", "lit"), "sv": ("swedish", "swe"), "da": ("danish", "dan"),
-    "no": ("norwegian", "nor"), "el": ("greek", "ell", "gre"), "hu": ("hungarian", "hun"),
-    "zh": ("chinese", "zho", "chi"), "ja": ("japanese", "jpn"), "ko": ("korean", "kor"), "ar": ("arabic", "ara"),
-    "he": ("hebrew", "heb"), "hi": ("hindi", "hin"), "gu": ("gujarati", "guj"), "kk": ("kazakh", "kaz"),
-    "vi": ("vietnamese", "vie"), "id": ("indonesian", "ind"), "fa": ("persian", "farsi", "fas", "per"),
+_LANGUAGE_BY_NAME = {
+    "english": "en", "german": "de", "deutsch": "de", "french": "fr", "francais": "fr", "français": "fr",
+    "spanish": "es", "espanol": "es", "español": "es", "italian": "it", "italiano": "it", "portuguese": "pt",
+    "dutch": "nl", "czech": "cs", "polish": "pl", "russian": "ru", "ukrainian": "uk", "romanian": "ro",
+    "turkish": "tr", "finnish": "fi", "estonian": "et", "latvian": "lv", "lithuanian": "lt", "swedish": "sv",
+    "danish": "da", "norwegian": "no", "greek": "el", "hungarian": "hu", "chinese": "zh", "japanese": "ja",
+    "korean": "ko", "arabic": "ar", "hebrew": "he", "hindi": "hi", "gujarati": "gu", "kazakh": "kk",
+    "vietnamese": "vi", "indonesian": "id", "persian": "fa", "farsi": "fa",
 }
-"""Two-letter language ids (ISO 639-1, as file names and datasets give them) with the names and three-letter codes a
-user may give for them: `--source_lang english` where the files are `train.en`."""
-
-_LANGUAGE_IDS = {name: code for code, names in _LANGUAGE_NAMES.items() for name in names}
+"""Language names a user may give for the two-letter ids (ISO 639-1) that file names and datasets use:
+`--source_lang english` where the files are `train.en`. Three-letter codes are `metrics.language_code`'s."""
 
 
 def _language_key(lang: str) -> str:
     """What a language name comes to, to compare with the files' ids: English, ENG, en and en_US all come to en."""
-    name = lang.strip().lower()
-    return _LANGUAGE_IDS.get(name) or _LANGUAGE_IDS.get(re.split(r"[-_]", name)[0], re.split(r"[-_]", name)[0])
+    return _LANGUAGE_BY_NAME.get(lang.strip().lower()) or language_code(lang)
 
 
 def _meant_language(lang: str, found: list[str]) -> str | None:
@@ -962,7 +957,7 @@ def _plain_text_side_prefix(path: str, languages: tuple[str | None, ...] = ()) -
         return None
     prefix = Path(path).parent / stem
     found = _prefix_languages(prefix)
-    known = lang in languages or lang.lower() in _LANGUAGE_NAMES or _language_key(lang) != lang.lower()
+    known = lang in languages or lang.lower() in _LANGUAGE_BY_NAME.values() or _language_key(lang) != lang.lower()
     if len(found) < 2 and not known:
         return None
     return prefix, found

@@ -26,7 +26,8 @@ _ISO_639_3 = {
     "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "ita": "it", "jpn": "ja", "kor": "ko", "lav": "lv",
     "lit": "lt", "nld": "nl", "nor": "no", "per": "fa", "pol": "pl", "por": "pt", "ron": "ro", "rum": "ro", "rus": "ru",
     "slk": "sk", "slo": "sk", "slv": "sl", "spa": "es", "srp": "sr", "swe": "sv", "tha": "th", "tur": "tr", "ukr": "uk",
-    "vie": "vi", "zho": "zh", "lao": "lo", "khm": "km", "mya": "my", "bur": "my", "bod": "bo", "tib": "bo", "dzo": "dz",
+    "vie": "vi", "zho": "zh", "guj": "gu", "kaz": "kk", "lao": "lo", "khm": "km", "mya": "my", "bur": "my",
+    "bod": "bo", "tib": "bo", "dzo": "dz",
     **dict.fromkeys(["cmn", "yue", "wuu", "nan", "hak", "gan", "hsn", "cjy", "cdo", "lzh"], "zh"),
 }
 

@@ -932,14 +932,14 @@ def _load_data_files(args: TranslationDataArguments) -> DatasetDict:
     return DatasetDict(splits)
 
 
-def _row_past_the_header(path: Path, options: dict, args: TranslationDataArguments) -> str | None:
+def _row_past_the_header(path: Path, options: dict, args: TranslationDataArguments,
+                         named: list[str] | None = None) -> str | None:
     """What to say of the first row of a CSV/TSV file with text in fields past the columns its header row names
-    (`_unnamed_fields_message`), or None where there is none."""
+    (`named`, else its own: `_named_columns`), or None where there is none (`_unnamed_fields_message`)."""
     try:
         rows = _csv_rows(path, options)
-        named = list(next(rows, (0, []))[1])
-        while named and not named[-1].strip():
-            named.pop()
+        header = next(rows, (0, []))[1]
+        named = _named_columns(header) if named is None else named
         for line_number, row in rows:
             if any(field.strip() for field in row[len(named):]):
                 return _unnamed_fields_message(path, line_number, row, named, options, args)
@@ -1021,9 +1021,7 @@ def _csv_columns(paths: list[Path], options: dict, header: list[str],
     column without a name, or a sentence split at a comma), InputError naming the line: which fields are the
     columns' is not clear, and pandas read such a file with the English taken for an index and a score for the
     German."""
-    named = list(header)
-    while named and not named[-1].strip():
-        named.pop()
+    named = _named_columns(header)
     width = len(header)
     for path in paths:
         rows = _csv_rows(path, options)
@@ -1043,12 +1041,17 @@ def _refuse_text_in_trailing_fields(dataset: Dataset, paths: list[Path], options
                for name in trailing):
         return
     for path in paths:
-        rows = _csv_rows(path, options)
-        next(rows, None)
-        for line_number, row in rows:
-            if any(field.strip() for field in row[len(named):]):
-                raise InputError(_unnamed_fields_message(path, line_number, row, named, options, args))
+        if message := _row_past_the_header(path, options, args, named):
+            raise InputError(message)
     raise InputError(_unnamed_fields_message(paths[0], None, [], named, options, args))  # not found again
+
+
+def _named_columns(header: list[str]) -> list[str]:
+    """A CSV/TSV header row's names without the empty ones at its end (a delimiter ending the row)."""
+    named = list(header)
+    while named and not named[-1].strip():
+        named.pop()
+    return named
 
 
 def _unnamed_fields_message(path: Path, line_number: int | None, row: list[str], named: list[str], options: dict,

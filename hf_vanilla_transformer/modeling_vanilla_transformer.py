@@ -8,6 +8,7 @@ feed-forward) -> pre-softmax projection tied to the embedding -> logits.
 """
 
 import copy
+import inspect
 import math
 from collections.abc import Callable
 
@@ -38,6 +39,17 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 from .chunked_loss import cross_entropy_sum
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .packed_linear import PrepackedLinear, forget_edited_packed_weights
+
+# transformers 5.24 renamed the KV cache `past_key_values` to `cache`: in the forward arguments generate() passes, in
+# the output classes and in the mask helpers. The model takes either name and speaks the installed release's.
+CACHE_NAME = "cache" if "cache" in inspect.signature(create_causal_mask).parameters else "past_key_values"
+
+
+def cache_argument(cache: Cache | None, past_key_values: Cache | None) -> Cache | None:
+    """The cache passed by either name (`past_key_values` before transformers 5.24)."""
+    if cache is not None and past_key_values is not None:
+        raise ValueError("Pass the cache once, as `cache` (`past_key_values` is its name before transformers 5.24).")
+    return past_key_values if cache is None else cache
 
 
 def on_host(tensor: torch.Tensor) -> bool:
@@ -245,23 +257,23 @@ class VanillaTransformerAttention(nn.Module):
         hidden_states: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         memory: torch.Tensor | None = None,
-        past_key_values: EncoderDecoderCache | None = None,
+        cache: EncoderDecoderCache | None = None,
         **kwargs,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         if self.is_cross_attention:
             (query,) = self._split_heads(self.q_proj(hidden_states), 1)
-            cache = past_key_values.cross_attention_cache if past_key_values is not None else None
-            if cache is not None and past_key_values.is_updated.get(self.layer_idx):
-                key, value = cache.layers[self.layer_idx].keys, cache.layers[self.layer_idx].values
+            memory_cache = cache.cross_attention_cache if cache is not None else None
+            if memory_cache is not None and cache.is_updated.get(self.layer_idx):
+                key, value = memory_cache.layers[self.layer_idx].keys, memory_cache.layers[self.layer_idx].values
             else:
                 key, value = self._split_heads(self.kv_proj(memory), 2)
-                if cache is not None:  # memory is fixed during generation: project it once per call
-                    key, value = cache.update(key, value, self.layer_idx)
-                    past_key_values.is_updated[self.layer_idx] = True
+                if memory_cache is not None:  # memory is fixed during generation: project it once per call
+                    key, value = memory_cache.update(key, value, self.layer_idx)
+                    cache.is_updated[self.layer_idx] = True
         else:
             query, key, value = self._split_heads(self.qkv_proj(hidden_states), 3)
-            if past_key_values is not None:
-                key, value = past_key_values.self_attention_cache.update(key, value, self.layer_idx)
+            if cache is not None:
+                key, value = cache.self_attention_cache.update(key, value, self.layer_idx)
 
         group = query.shape[0] // key.shape[0]
         if group > 1:  # several decoder rows (beams) per source: attend to its memory in one call, not `group` copies
@@ -351,18 +363,18 @@ class VanillaTransformerDecoderLayer(VanillaTransformerResidualLayer):
         attention_mask: torch.Tensor | None,
         encoder_hidden_states: torch.Tensor,
         encoder_attention_mask: torch.Tensor | None = None,
-        past_key_values: EncoderDecoderCache | None = None,
+        cache: EncoderDecoderCache | None = None,
         **kwargs,
     ) -> torch.Tensor:
         def self_attention(x):
-            return self.self_attn(x, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)[0]
+            return self.self_attn(x, attention_mask=attention_mask, cache=cache, **kwargs)[0]
 
         def cross_attention(x):
             return self.encoder_attn(
                 x,
                 attention_mask=encoder_attention_mask,
                 memory=encoder_hidden_states,
-                past_key_values=past_key_values,
+                cache=cache,
                 **kwargs,
             )[0]
 
@@ -520,23 +532,25 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         attention_mask: torch.Tensor | None = None,
         encoder_hidden_states: torch.Tensor | None = None,
         encoder_attention_mask: torch.Tensor | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPastAndCrossAttentions:
+        cache = cache_argument(cache, past_key_values)
         if encoder_hidden_states is None:
             raise ValueError("The decoder needs `encoder_hidden_states`, the encoder output it attends to.")
         if use_cache and self.training and self.layers[0].gradient_checkpointing:
             use_cache = False  # checkpointed layers fill no cache (GradientCheckpointingLayer drops it): none returned
-        if use_cache and past_key_values is None:
-            past_key_values = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
-        elif isinstance(past_key_values, DynamicCache):  # a bare self-attention cache: give it a cross-attention one
-            past_key_values = EncoderDecoderCache(past_key_values, DynamicCache(config=self.config))
-        offset = past_key_values.get_seq_length() if past_key_values is not None else 0
+        if use_cache and cache is None:
+            cache = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
+        elif isinstance(cache, DynamicCache):  # a bare self-attention cache: give it a cross-attention one
+            cache = EncoderDecoderCache(cache, DynamicCache(config=self.config))
+        offset = cache.get_seq_length() if cache is not None else 0
 
         hidden_states = self.embed(input_ids, inputs_embeds, offset, padding_mask=attention_mask)
-        forget_weights_edited_before_new_input(self, hidden_states, past_key_values)
+        forget_weights_edited_before_new_input(self, hidden_states, cache)
         batch, length = hidden_states.shape[:2]
         sources = encoder_hidden_states.shape[0]
         if batch % sources:
@@ -550,7 +564,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
             config=self.config,
             inputs_embeds=hidden_states,
             attention_mask=attention_mask,
-            past_key_values=past_key_values.self_attention_cache if past_key_values is not None else None,
+            **{CACHE_NAME: cache.self_attention_cache if cache is not None else None},
             allow_is_causal_skip=may_skip_mask(attention_mask),
         )
         encoder_attention_mask = create_bidirectional_mask(
@@ -566,11 +580,11 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
                 causal_mask,
                 encoder_hidden_states,  # positional, for gradient checkpointing
                 encoder_attention_mask=encoder_attention_mask,
-                past_key_values=past_key_values,
+                cache=cache,
                 **kwargs,
             )
         return BaseModelOutputWithPastAndCrossAttentions(
-            last_hidden_state=self.finish(hidden_states), past_key_values=past_key_values
+            last_hidden_state=self.finish(hidden_states), **{CACHE_NAME: cache}
         )
 
 
@@ -617,16 +631,18 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: BaseModelOutput | tuple | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqModelOutput:
         r"""
         input_ids: source token ids, (batch, source_length). attention_mask: 1 for real tokens, 0 for padding.
         decoder_input_ids: target ids shifted right, starting with `decoder_start_token_id`; with a cache, only
             the new tokens. encoder_outputs: reuse a computed encoder output (as `generate()` does).
+        cache: the decoder's keys and values so far (`past_key_values`, its name before transformers 5.24, works too).
         """
         if encoder_outputs is None:
             targets = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
@@ -656,7 +672,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             attention_mask=decoder_attention_mask,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            past_key_values=past_key_values,
+            cache=cache_argument(cache, past_key_values),
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             return_dict=True,  # whatever config.return_dict says; this forward's decorator makes the tuple
@@ -664,7 +680,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         )
         return Seq2SeqModelOutput(
             last_hidden_state=decoder_outputs.last_hidden_state,
-            past_key_values=decoder_outputs.past_key_values,
+            **{CACHE_NAME: getattr(decoder_outputs, CACHE_NAME)},
             decoder_hidden_states=decoder_outputs.hidden_states,
             decoder_attentions=decoder_outputs.attentions,
             cross_attentions=decoder_outputs.cross_attentions,
@@ -875,15 +891,15 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         return input_ids, {**model_kwargs, **shared}
 
     @staticmethod
-    def _reorder_cache(past_key_values: Cache, beam_idx: torch.LongTensor) -> Cache:
+    def _reorder_cache(cache: Cache, beam_idx: torch.LongTensor) -> Cache:
         """Beam search keeps the self-attention cache of the chosen beams. The cross-attention cache stays as it is:
         it holds one copy of each source's memory keys/values, shared by the source's beams (see
         `_expand_inputs_for_generation`), and beams are only chosen among a source's own."""
-        if isinstance(past_key_values, EncoderDecoderCache):
-            past_key_values.self_attention_cache.reorder_cache(beam_idx)
+        if isinstance(cache, EncoderDecoderCache):
+            cache.self_attention_cache.reorder_cache(beam_idx)
         else:
-            past_key_values.reorder_cache(beam_idx)
-        return past_key_values
+            cache.reorder_cache(beam_idx)
+        return cache
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Used by DataCollatorForSeq2Seq so that the Trainer's label smoother gets decoder inputs."""
@@ -897,11 +913,12 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: BaseModelOutput | tuple | None = None,
-        past_key_values: Cache | None = None,
+        cache: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
+        past_key_values: Cache | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqLMOutput:
         r"""
@@ -911,6 +928,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             `label_smoothing_factor`. skip_logits (keyword, default False): return the loss without the logits, as
             a training step needs, so that nothing (accelerate's autocast wrapper) makes a float32 copy of them.
         """
+        cache = cache_argument(cache, past_key_values)
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
         label_smoothing = kwargs.pop("label_smoothing", 0.0)
         skip_logits = kwargs.pop("skip_logits", False)
@@ -924,14 +942,14 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         decoder_inputs = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
         if isinstance(decoder_inputs, torch.Tensor):  # the encoder and decoder check their own layers
-            forget_weights_edited_before_new_input(self.lm_head, decoder_inputs, past_key_values)
+            forget_weights_edited_before_new_input(self.lm_head, decoder_inputs, cache)
         outputs = self.model(
             input_ids,
             attention_mask=attention_mask,
             decoder_input_ids=decoder_input_ids,
             decoder_attention_mask=decoder_attention_mask,
             encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values,
+            cache=cache,
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,

@@ -35,7 +35,7 @@ def cache_after_prompt(model, batch, memory, length=3):
             input_ids=batch["labels"][:, :length],
             encoder_hidden_states=memory,
             encoder_attention_mask=batch["attention_mask"],
-            past_key_values=cache,
+            cache=cache,
             use_cache=True,
         )
     return cache
@@ -52,7 +52,7 @@ def test_a_decoder_layer_decoding_step_has_no_graph_breaks(model, batch, positio
         cross_mask = torch.zeros(2, 1, 1, memory.shape[1])
         cross_mask[1, ..., 6:] = torch.finfo(torch.float32).min
     with torch.no_grad():
-        assert_one_graph(explain(layer, hidden, None, memory, encoder_attention_mask=cross_mask, past_key_values=cache))
+        assert_one_graph(explain(layer, hidden, None, memory, encoder_attention_mask=cross_mask, cache=cache))
 
 
 def test_an_encoder_layer_has_no_graph_breaks(model):
@@ -73,7 +73,7 @@ def test_a_cached_decoding_step_of_the_whole_model_has_no_graph_breaks(model, ba
             attention_mask=batch["attention_mask"],
             decoder_input_ids=batch["labels"][:, 3:4],
             encoder_outputs=encoder_outputs,
-            past_key_values=cache,
+            cache=cache,
             use_cache=True,
         )
     assert_one_graph(explanation)
@@ -90,9 +90,9 @@ def test_a_decoding_step_with_a_static_cache_has_no_graph_breaks(model, batch):
     )
     step = dict(attention_mask=batch["attention_mask"], encoder_outputs=encoder_outputs, use_cache=True)
     with torch.no_grad():
-        model(decoder_input_ids=batch["labels"][:, :3], past_key_values=cache, **step)
+        model(decoder_input_ids=batch["labels"][:, :3], cache=cache, **step)
         assert isinstance(cache.get_seq_length(), torch.Tensor)
-        assert_one_graph(explain(model, decoder_input_ids=batch["labels"][:, 3:4], past_key_values=cache, **step))
+        assert_one_graph(explain(model, decoder_input_ids=batch["labels"][:, 3:4], cache=cache, **step))
 
 
 def test_static_cache_generation_matches_the_dynamic_cache(model, batch):

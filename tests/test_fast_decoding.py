@@ -15,6 +15,7 @@ from transformers.cache_utils import DynamicCache
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from hf_vanilla_transformer import packed_linear
+from hf_vanilla_transformer.modeling_vanilla_transformer import CACHE_NAME
 from hf_vanilla_transformer.packed_linear import MKL, ONEDNN, PrepackedLinear, choose_fp32_gemm, quantize_int8
 
 HAS_MKL = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
@@ -212,8 +213,8 @@ def test_weights_edited_through_data_are_used_by_a_decoding_loop_on_a_given_enco
             encoder_outputs, cache, ids, logits = model.get_encoder()(**sources), None, start, []
             for _ in range(steps):
                 output = model(encoder_outputs=encoder_outputs, attention_mask=sources["attention_mask"],
-                               decoder_input_ids=ids[:, -1:], past_key_values=cache, use_cache=True)
-                cache = output.past_key_values
+                               decoder_input_ids=ids[:, -1:], cache=cache, use_cache=True)
+                cache = getattr(output, CACHE_NAME)
                 logits.append(output.logits[:, -1])
                 ids = torch.cat([ids, output.logits[:, -1].argmax(-1, keepdim=True)], dim=1)
             return torch.stack(logits, 1)
@@ -370,9 +371,9 @@ def test_int8_refuses_what_it_cannot_do(monkeypatch):
         quantize_int8(tiny_model())
 
 
-def reorder_both(past_key_values, beam_idx):
-    past_key_values.reorder_cache(beam_idx)
-    return past_key_values
+def reorder_both(cache, beam_idx):
+    cache.reorder_cache(beam_idx)
+    return cache
 
 
 @pytest.fixture
@@ -397,12 +398,12 @@ def test_beam_search_reorders_the_self_attention_cache_only(batch, monkeypatch, 
 
     ours = generate(model, batch, 3)
     assert reordered, "beam search reordered nothing"
-    assert all(cache is not ours.past_key_values.cross_attention_cache for cache in reordered)
+    assert all(cache is not getattr(ours, CACHE_NAME).cross_attention_cache for cache in reordered)
 
     plain_generation()
     reordered.clear()
     plain = generate(model, batch, 3)
-    assert any(cache is plain.past_key_values.cross_attention_cache for cache in reordered)
+    assert any(cache is getattr(plain, CACHE_NAME).cross_attention_cache for cache in reordered)
     assert torch.equal(ours.sequences, plain.sequences)
     torch.testing.assert_close(ours.sequences_scores, plain.sequences_scores)
 
@@ -419,7 +420,7 @@ def test_beams_share_one_copy_of_the_encoder_output(batch, attention, plain_gene
     ours = generate(model, batch, 3, **options)
     sources = batch["input_ids"].shape[0]
     assert projected == [sources] * len(model.model.decoder.layers)  # once per source, not once per beam
-    assert ours.past_key_values.cross_attention_cache.layers[0].keys.shape[0] == sources
+    assert getattr(ours, CACHE_NAME).cross_attention_cache.layers[0].keys.shape[0] == sources
 
     plain_generation()
     plain = generate(model, batch, 3, **options)

@@ -18,7 +18,7 @@ from hf_vanilla_transformer import (
     VanillaTransformerForConditionalGeneration,
     VanillaTransformerModel,
 )
-from hf_vanilla_transformer.modeling_vanilla_transformer import sinusoidal_encoding
+from hf_vanilla_transformer.modeling_vanilla_transformer import CACHE_NAME, sinusoidal_encoding
 
 
 def make_model(seed=0, **overrides):
@@ -157,12 +157,30 @@ def test_cached_decoding_uses_the_position_offset(batch):
             attention_mask=batch["attention_mask"],
             encoder_outputs=encoder_outputs,
             decoder_input_ids=decoder_input_ids[:, t : t + 1],
-            past_key_values=cache,
+            cache=cache,
             use_cache=True,
         )
-        cache = out.past_key_values
+        cache = getattr(out, CACHE_NAME)
         steps.append(out.logits)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_the_cache_is_taken_by_either_name(batch):
+    """transformers 5.24 renamed `past_key_values` to `cache`; its generate() passes `cache`, earlier releases' and
+    code written for them `past_key_values`. Either name continues a decoding; both at once is an error."""
+    model = make_model()
+    sources = dict(attention_mask=batch["attention_mask"],
+                   encoder_outputs=model.get_encoder()(batch["input_ids"], batch["attention_mask"]))
+    first, second = batch["labels"][:, :2], batch["labels"][:, 2:3]
+    logits = []
+    for name in ("cache", "past_key_values"):
+        cache = getattr(model(**sources, decoder_input_ids=first, use_cache=True), CACHE_NAME)
+        logits.append(model(**sources, decoder_input_ids=second, use_cache=True, **{name: cache}).logits)
+    full = model(**sources, decoder_input_ids=batch["labels"][:, :3]).logits[:, 2:3]
+    torch.testing.assert_close(logits[0], full, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(logits[1], full, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="Pass the cache once"):
+        model(**sources, decoder_input_ids=second, cache=cache, past_key_values=cache)
 
 
 # --- embeddings --------------------------------------------------------------------------------------------------
@@ -310,9 +328,9 @@ def test_gradient_checkpointing_in_training_returns_no_cache(batch):
     model = make_model().train()
     model.activation_checkpointing_enable()
     sources = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    assert model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True).past_key_values is None
+    assert getattr(model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True), CACHE_NAME) is None
     model.eval()
-    assert model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True).past_key_values is not None
+    assert getattr(model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True), CACHE_NAME) is not None
 
 
 def test_loss_ignores_minus_100_labels(batch):

@@ -10,6 +10,7 @@ feed-forward) -> pre-softmax projection tied to the embedding -> logits.
 import copy
 import inspect
 import math
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -46,10 +47,15 @@ CACHE_NAME = "cache" if "cache" in inspect.signature(create_causal_mask).paramet
 
 
 def cache_argument(cache: Cache | None, past_key_values: Cache | None) -> Cache | None:
-    """The cache passed by either name (`past_key_values` before transformers 5.24)."""
-    if cache is not None and past_key_values is not None:
+    """The cache passed by either name: `past_key_values` is the one generate() passes before transformers 5.24, and
+    deprecated (a warning, as transformers' own models give) since."""
+    if past_key_values is None:
+        return cache
+    if cache is not None:
         raise ValueError("Pass the cache once, as `cache` (`past_key_values` is its name before transformers 5.24).")
-    return past_key_values if cache is None else cache
+    if CACHE_NAME == "cache":
+        warnings.warn("`past_key_values` is deprecated: pass the cache as `cache`.", FutureWarning, stacklevel=3)
+    return past_key_values
 
 
 def on_host(tensor: torch.Tensor) -> bool:

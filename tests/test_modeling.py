@@ -5,6 +5,7 @@ import logging
 import math
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -175,7 +176,11 @@ def test_the_cache_is_taken_by_either_name(batch):
     logits = []
     for name in ("cache", "past_key_values"):
         cache = getattr(model(**sources, decoder_input_ids=first, use_cache=True), CACHE_NAME)
-        logits.append(model(**sources, decoder_input_ids=second, use_cache=True, **{name: cache}).logits)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            logits.append(model(**sources, decoder_input_ids=second, use_cache=True, **{name: cache}).logits)
+        deprecated = [w for w in caught if "`past_key_values` is deprecated" in str(w.message)]
+        assert len(deprecated) == (name == "past_key_values" and CACHE_NAME == "cache")
     full = model(**sources, decoder_input_ids=batch["labels"][:, :3]).logits[:, 2:3]
     torch.testing.assert_close(logits[0], full, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(logits[1], full, atol=1e-5, rtol=1e-5)

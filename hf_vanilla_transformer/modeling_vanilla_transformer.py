@@ -48,11 +48,14 @@ CACHE_NAME = "cache" if "cache" in inspect.signature(create_causal_mask).paramet
 
 def cache_argument(cache: Cache | None, past_key_values: Cache | None) -> Cache | None:
     """The cache passed by either name: `past_key_values` is the one generate() passes before transformers 5.24, and
-    deprecated (a warning, as transformers' own models give) since."""
+    deprecated since (a warning, as transformers' own models give; given beside `cache`, as PEFT's prefix tuning
+    does under generate(), it is left out, as they leave it out)."""
     if past_key_values is None:
         return cache
     if cache is not None:
-        raise ValueError("Pass the cache once, as `cache` (`past_key_values` is its name before transformers 5.24).")
+        warnings.warn("Both `cache` and `past_key_values` were given: `past_key_values`, the cache's name before "
+                      "transformers 5.24, is ignored.", FutureWarning, stacklevel=3)
+        return cache
     if CACHE_NAME == "cache":
         warnings.warn("`past_key_values` is deprecated: pass the cache as `cache`.", FutureWarning, stacklevel=3)
     return past_key_values
@@ -759,9 +762,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             return None
 
         limits = (setting("max_length"), setting("max_new_tokens"))
-        beams = setting("num_beams")
-        if beams is not None and beams < 1:  # transformers divides by it
+        beams = setting("num_beams") or 1
+        if beams < 1:  # transformers divides by it
             raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
+        chosen = self._beam_settings(setting, beams, kwargs)
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
         if source is not None and kwargs.get("inputs_embeds") is None:
             check_ids_shape("input_ids", source)
@@ -779,32 +783,54 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             source_length = source.shape[1] if source is not None else encoder_output_length(encoder_outputs)
             if source_length is not None:  # and room for a minimum length asked for (min_length counts the start)
                 least = max(setting("min_new_tokens") or 0, (setting("min_length") or 0) - 1)
-                if generation_config is None:
-                    kwargs["max_new_tokens"] = max(source_length + 50, least)
-                else:  # the caller's config, copied: with it, a length in kwargs is a deprecation warning
-                    generation_config = copy.deepcopy(generation_config)
-                    generation_config.max_new_tokens = max(source_length + 50, least)
+                chosen["max_new_tokens"] = max(source_length + 50, least)
+        if generation_config is None:
+            kwargs.update(chosen)
+        elif chosen:  # the caller's config, copied: with it, settings in kwargs are a deprecation warning
+            generation_config = copy.deepcopy(generation_config)
+            for name, value in chosen.items():
+                setattr(generation_config, name, value)
+        pad, eos = (setting(name) if setting(name) is not None else getattr(self.config, name)
+                    for name in ("pad_token_id", "eos_token_id"))
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
-            mask = self._padding_mask_of(source, config)
+            mask = self._padding_mask_of(source, pad, eos)
             if mask is not None:
                 kwargs["attention_mask"] = mask
         if source is not None and not on_host(source) and not source.is_floating_point() and source.numel():
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         output = super().generate(inputs, generation_config=generation_config, **kwargs)
-        pad, eos = (setting(name) if setting(name) is not None else getattr(self.config, name)
-                    for name in ("pad_token_id", "eos_token_id"))
-        self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, pad, eos)
+        prompt_length = prompts.shape[-1] if isinstance(prompts, torch.Tensor) else 1  # the start token alone
+        self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, pad, eos,
+                                prompt_length)
         return output
 
-    def _pad_after_the_end(self, sequences: torch.Tensor, pad: int | None, eos: int | list[int] | None) -> None:
+    @staticmethod
+    def _beam_settings(setting: Callable, beams: int, kwargs: dict) -> dict:
+        """The paper's length penalty and early stopping [6.1] for a beam search that leaves them unset, as they are
+        read back from a saved model (`_default_to_the_papers_decoding`): a model decodes alike before its save and
+        after. For one beam, where neither has an effect, transformers' neutral values instead of those merged from
+        the model's config, which transformers warns about as if the caller had set them."""
+        chosen = {}
+        for name, neutral in (("length_penalty", 1.0), ("early_stopping", False)):
+            value = setting(name)
+            if beams > 1 and value is None:
+                chosen[name] = PAPER_DECODING[name]
+            elif beams == 1 and kwargs.get(name) is None and value not in (None, neutral):
+                chosen[name] = neutral
+        return chosen
+
+    def _pad_after_the_end(
+        self, sequences: torch.Tensor, pad: int | None, eos: int | list[int] | None, prompt_length: int = 1
+    ) -> None:
         """Make every token after a translation's end token (`eos`, the call's or the config's) `pad`, in place. Beam
         search (transformers 5.23) fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with
         this package's pad id, 0, that is the end token, repeated, where greedy search pads, and a length counted as
-        `np.count_nonzero(preds != pad)` counts them."""
-        if pad != 0 or eos is None or sequences.dim() != 2 or sequences.shape[1] < 3:
+        `np.count_nonzero(preds != pad)` counts them. The decoder prompt (the start token, or `decoder_input_ids`
+        given, which may hold end tokens: a previous sentence as context) is left as it is."""
+        if pad != 0 or eos is None or sequences.dim() != 2 or sequences.shape[1] - prompt_length < 2:
             return  # transformers fills with pad_token_id where it is not 0
-        generated = sequences[:, 1:]  # after the start token, which may be the end token too
+        generated = sequences[:, prompt_length:]
         ends = torch.isin(generated, torch.tensor(eos, device=generated.device))
         generated.masked_fill_(ends.cumsum(1) - ends.long() > 0, pad)  # strictly after the first end
 
@@ -877,13 +903,14 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             if value is not None and name not in PAPER_DECODING and getattr(config, name) == value:
                 setattr(config, name, None)
 
-    def _padding_mask_of(self, source: torch.Tensor | None, config) -> torch.Tensor | None:
-        """`source` ids' attention mask, 0 at `pad_token_id`; None for embeddings, or without a pad token distinct from
-        the end token (then padding cannot be told from text)."""
+    @staticmethod
+    def _padding_mask_of(source: torch.Tensor | None, pad: int | None, eos: int | list[int] | None
+                         ) -> torch.Tensor | None:
+        """`source` ids' attention mask, 0 at `pad` (the call's `pad_token_id`, else the generation config's or the
+        model's); None for embeddings, or without a pad token distinct from the end token (then padding cannot be told
+        from text)."""
         if source is None or source.is_floating_point() or source.dim() != 2:
             return None
-        pad = config.pad_token_id if config.pad_token_id is not None else self.config.pad_token_id
-        eos = config.eos_token_id if config.eos_token_id is not None else self.config.eos_token_id
         if pad is None or pad in (eos if isinstance(eos, list) else [eos]):
             return None
         return source.ne(pad).long()

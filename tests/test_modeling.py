@@ -168,7 +168,7 @@ def test_cached_decoding_uses_the_position_offset(batch):
 
 def test_the_cache_is_taken_by_either_name(batch):
     """transformers 5.24 renamed `past_key_values` to `cache`; its generate() passes `cache`, earlier releases' and
-    code written for them `past_key_values`. Either name continues a decoding; both at once is an error."""
+    code written for them `past_key_values`. Either name continues a decoding; given both, `cache` is taken."""
     model = make_model()
     sources = dict(attention_mask=batch["attention_mask"],
                    encoder_outputs=model.get_encoder()(batch["input_ids"], batch["attention_mask"]))
@@ -184,8 +184,9 @@ def test_the_cache_is_taken_by_either_name(batch):
     full = model(**sources, decoder_input_ids=batch["labels"][:, :3]).logits[:, 2:3]
     torch.testing.assert_close(logits[0], full, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(logits[1], full, atol=1e-5, rtol=1e-5)
-    with pytest.raises(ValueError, match="Pass the cache once"):
-        model(**sources, decoder_input_ids=second, cache=cache, past_key_values=cache)
+    with pytest.warns(FutureWarning, match="`past_key_values`, the cache's name before transformers 5.24, is ignored"):
+        both = model(**sources, decoder_input_ids=second, use_cache=True, cache=cache, past_key_values=object())
+    assert getattr(both, CACHE_NAME) is cache  # as transformers' models: the old name is dropped
 
 
 # --- embeddings --------------------------------------------------------------------------------------------------
@@ -391,6 +392,80 @@ def test_a_given_generation_config_keeps_the_models_length_limit(batch):
     out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"],
                          generation_config=GenerationConfig(num_beams=1))
     assert out.shape[1] == 1 + 6
+
+
+def test_a_prompt_holding_the_end_token_is_kept(batch):
+    """A decoder prompt with an end token in it (a previous sentence as context, then `</s>`): everything after that
+    end token, the rest of the prompt and the translation, came back as padding; the padding after the end begins
+    after the prompt."""
+    model = make_model()
+    eos = model.config.eos_token_id
+    prompt = torch.tensor([[model.config.decoder_start_token_id, 5, eos, 6]]).expand(2, -1)
+    sources = dict(input_ids=batch["input_ids"][:2], attention_mask=batch["attention_mask"][:2])
+    for beams in (1, 3):
+        out = model.generate(**sources, decoder_input_ids=prompt, num_beams=beams, max_new_tokens=4, min_new_tokens=4)
+        assert torch.equal(out[:, :4], prompt) and out.shape[1] == 8
+        assert (out[:, 4] != model.config.pad_token_id).all()  # at least one new token: min_new_tokens
+
+
+def test_the_calls_pad_token_id_masks_the_sources(batch):
+    """Without an attention_mask, the padding a source mask is inferred from is the call's `pad_token_id`, as
+    transformers pads with it; it was the generation config's."""
+    model = make_model()
+    ids, mask = batch["input_ids"].clone(), batch["attention_mask"]
+    ids[mask == 0] = 7  # padded with another id, given in the call
+    options = dict(pad_token_id=7, num_beams=1, max_new_tokens=5, output_scores=True, return_dict_in_generate=True)
+    expected = model.generate(ids, attention_mask=mask, **options)
+    inferred = model.generate(ids, **options)
+    assert torch.equal(inferred.sequences, expected.sequences)
+    torch.testing.assert_close(inferred.scores, expected.scores)
+
+
+def test_unset_beam_settings_decode_alike_before_a_save_and_after(batch, tmp_path):
+    """A beam search whose generation config leaves the length penalty and early stopping unset gets the paper's, in
+    memory as loading fills them in: a model assigned GenerationConfig(num_beams=5), or turned to greedy search and
+    saved, translated otherwise after the save than before it."""
+    from transformers import GenerationConfig
+
+    sources = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=8)
+    model = make_model()
+    model.generation_config = GenerationConfig(num_beams=5, **{name: getattr(model.config, name) for name in (
+        "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id")})
+    before = model.generate(**sources, output_scores=True, return_dict_in_generate=True)
+    model.save_pretrained(tmp_path / "five")
+    after = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "five").generate(
+        **sources, output_scores=True, return_dict_in_generate=True)
+    assert torch.equal(before.sequences, after.sequences)
+    torch.testing.assert_close(before.sequences_scores, after.sequences_scores)
+    paper = make_model().generate(**sources, num_beams=5, length_penalty=0.6, early_stopping=True,
+                                  output_scores=True, return_dict_in_generate=True)
+    torch.testing.assert_close(before.sequences_scores, paper.sequences_scores)
+
+    model = make_model()
+    model.generation_config.num_beams = 1
+    model.save_pretrained(tmp_path / "greedy")
+    reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "greedy")
+    for beams in (1, 4):
+        assert torch.equal(model.generate(**sources, num_beams=beams), reloaded.generate(**sources, num_beams=beams))
+
+
+def test_greedy_search_is_not_warned_about_the_papers_beam_settings(batch, caplog):
+    """One beam, asked for with a GenerationConfig: transformers warned that length_penalty and early_stopping (the
+    paper's, merged from the model's config, not the caller's) are not valid beside it."""
+    from transformers import GenerationConfig
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.get_logger("x").warning_once.cache_clear()
+    model = make_model()
+    sources = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    with caplog.at_level(logging.WARNING):
+        transformers_logging.enable_propagation()
+        try:
+            model.generate(**sources, generation_config=GenerationConfig(num_beams=1, max_new_tokens=4))
+            model.generate(**sources, num_beams=1, max_new_tokens=4)
+        finally:
+            transformers_logging.disable_propagation()
+    assert not [r for r in caplog.records if "length_penalty" in r.getMessage()], caplog.text
 
 
 def test_a_prompt_per_source_is_needed(batch):

@@ -96,6 +96,10 @@ def parse_arguments(argv=None):
     run.add_argument("--compile", action="store_true",
                      help="torch.compile training (forward and backward) and generation (static cache)")
     run.add_argument("--compile_backend", default="inductor", help="torch.compile backend (eager, aot_eager: tests)")
+    run.add_argument("--compile_mode", default=None, choices=COMPILE_MODES,
+                     help="inductor's mode for training, in the bare loop and the training script's "
+                          "(--torch_compile_mode): reduce-overhead runs each step's forward and backward as CUDA graphs "
+                          "(default: torch's, no CUDA graphs)")
     run.add_argument("--peak_tflops", type=float, default=None,
                      help="the device's peak TFLOP/s in --dtype, for model FLOPs utilization (default: from a table "
                           "of known GPUs for bf16/fp16; none for the CPU)")
@@ -111,6 +115,7 @@ def parse_arguments(argv=None):
     return args
 
 
+COMPILE_MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 POSITIVE = ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "tokens_per_batch", "seq_len",
             "train_steps", "gen_sentences", "gen_source_len", "gen_tokens", "repeats", "memory_steps", "threads")
 
@@ -137,6 +142,8 @@ def check_arguments(args, parser) -> None:
         parser.error(f"--json {args.json}: the folder {Path(args.json).parent} does not exist; create it first.")
     if args.peak_tflops is not None and args.peak_tflops <= 0:
         parser.error(f"--peak_tflops must be positive, got {args.peak_tflops}.")
+    if args.compile_mode is not None and not (args.compile and args.compile_backend == "inductor"):
+        parser.error("--compile_mode is inductor's: give it with --compile and the default --compile_backend.")
     if args.amp and args.dtype == "float32":
         parser.error("--amp trains under autocast to --dtype: give --dtype bfloat16 or float16.")
     if args.tokens_per_batch is not None:
@@ -210,7 +217,9 @@ def place(args, model):
 
 def for_training(args, model):
     """With --compile, the model torch.compile'd (its forward, and so its backward); else the model itself."""
-    return torch.compile(model, backend=args.compile_backend) if args.compile else model
+    if not args.compile:
+        return model
+    return torch.compile(model, backend=args.compile_backend, mode=args.compile_mode)
 
 
 def training_batch(args, generator):
@@ -319,7 +328,7 @@ def measure_memory(args, which) -> dict:
         return training_memory(args, which)
     command = [sys.executable, str(Path(__file__).resolve()), "--memory_worker", which]
     for name in ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "seq_len", "memory_steps",
-                 "seed", "threads", "device", "dtype", "attn_implementation", "compile_backend"):
+                 "seed", "threads", "device", "dtype", "attn_implementation", "compile_backend", "compile_mode"):
         value = getattr(args, name)
         if value is not None:
             command += [f"--{name}", str(value)]
@@ -434,6 +443,8 @@ def run_training_script_loop(args, model) -> float:
             flags.append("--bf16" if args.dtype == "bfloat16" else "--fp16")
         if args.compile:
             flags += ["--torch_compile", "--torch_compile_backend", args.compile_backend]
+            if args.compile_mode is not None:
+                flags += ["--torch_compile_mode", args.compile_mode]
         _, _, training_args = parse_arguments(flags)
         collator = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
         trainer = TokenBatchingSeq2SeqTrainer(
@@ -734,7 +745,9 @@ def execution_line(args, results) -> str:
     """Device, attention, compilation, and the model FLOPs utilization's terms."""
     device = torch.device(args.device)
     where = "device cpu" if device.type == "cpu" else f"device {args.device} ({device_name(device)})"
-    compiled = f"torch.compile ({args.compile_backend})" if args.compile else "no torch.compile"
+    compiled = "no torch.compile"
+    if args.compile:
+        compiled = f"torch.compile ({args.compile_backend}{', ' + args.compile_mode if args.compile_mode else ''})"
     line = f"{where}, {args.attn_implementation} attention, {compiled}"
     if "model_flops_utilization" in results:
         entry = results["model_flops_utilization"]

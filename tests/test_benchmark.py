@@ -218,6 +218,39 @@ def test_compiled_training(benchmark, tmp_path, monkeypatch):
                                 ("VanillaTransformerForConditionalGeneration", "aot_eager")]
 
 
+def test_compile_mode_reaches_both_training_loops(benchmark, monkeypatch):
+    """--compile_mode reduce-overhead (CUDA graphs) compiles the bare loop's model in that mode and gives the training
+    script's loop the same --torch_compile_mode, so that the two are measured alike."""
+    args = benchmark.parse_arguments([*TINY, "--compile", "--compile_mode", "reduce-overhead"])
+    options = []
+    monkeypatch.setattr(torch, "compile", lambda model, **given: options.append(given) or model)
+    benchmark.for_training(args, torch.nn.Linear(2, 2))
+    assert options == [{"backend": "inductor", "mode": "reduce-overhead"}]
+
+    class Parsed(Exception):
+        pass
+
+    def parse_arguments(flags):
+        raise Parsed(flags)
+
+    monkeypatch.setattr("hf_vanilla_transformer.training.parse_arguments", parse_arguments)
+    with pytest.raises(Parsed) as parsed:
+        benchmark.run_training_script_loop(args, None)
+    flags = parsed.value.args[0]
+    assert flags[flags.index("--torch_compile_mode") + 1] == "reduce-overhead"
+    assert "torch.compile (inductor, reduce-overhead)" in benchmark.execution_line(args, {})
+
+
+@pytest.mark.parametrize("flags", [["--compile_mode", "reduce-overhead"],
+                                   ["--compile", "--compile_backend", "eager", "--compile_mode", "max-autotune"]])
+def test_compile_mode_is_inductors(benchmark, flags, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        benchmark.parse_arguments([*TINY, *flags])
+    assert exit_.value.code == 2
+    assert "--compile_mode is inductor's: give it with --compile and the default --compile_backend." in \
+        capsys.readouterr().err
+
+
 def test_compiled_generation(benchmark):
     """--compile: a static cache, so that generate() compiles each model's decoding step (into `_compiled_call`)."""
     args = benchmark.parse_arguments([*TINY, "--compile", "--compile_backend", "eager", "--gen_tokens", "2"])

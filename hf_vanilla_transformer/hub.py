@@ -69,7 +69,7 @@ def push_model_dir(
     The folder is left as it is: the translation pipeline (`save_translation_pipeline`) and the model card rendered
     again with the repository's id and branch (`update_model_card`, with `card_overrides`; an existing README.md
     without saved card inputs is kept) go into a staging copy (`stage_upload`), with the model's code and
-    `auto_map` where the folder lacks them (`add_model_code`). Creates the repository if needed (`private=None`
+    `auto_map` where the folder lacks them or holds an older version's code (`add_model_code`). Creates the repository if needed (`private=None`
     keeps the Hub's default or the existing visibility; `private=True` makes an existing public repository
     private, with a warning) and the branch `revision` if it does not exist. Returns the commit's info.
     """
@@ -93,9 +93,13 @@ def push_model_dir(
         api.create_branch(repo_id, branch=revision, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="push_") as staging:
         stage_upload(model_dir, Path(staging))
-        if added := add_model_code(Path(staging)):
+        added, replaced = add_model_code(Path(staging))
+        if added:
             logger.warning("%s lacks the model's code for trust_remote_code=True loading: pushed with this package's "
                            "(%s).", model_dir, ", ".join(added))
+        if replaced:
+            logger.warning("%s holds other copies of the model's code (an older version's): pushed with this "
+                           "package's instead (%s).", model_dir, ", ".join(replaced))
         save_translation_pipeline(staging)
         # the card's code loads the branch pushed to (a pull request's goes to main once merged)
         update_model_card(staging, **{**card_inputs, "repo_id": repo_id, "revision": None if create_pr else revision})
@@ -136,22 +140,28 @@ def stage_upload(model_dir: Path, staging: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def add_model_code(folder: Path) -> list[str]:
-    """Give a saved model `folder` what `trust_remote_code=True` loading needs and it lacks, as a model saved by an
-    older version or another tool may: this package's configuration and modeling modules and the modules they import
-    relatively (`get_relative_import_files`, as `save_pretrained` copies them), and the `auto_map` entries of
-    config.json (`AUTO_MAP_CLASSES`). What the folder has is kept. Returns what was added: file names, and
-    "auto_map: ..." with the entries."""
+def add_model_code(folder: Path) -> tuple[list[str], list[str]]:
+    """Give a saved model `folder` this package's code for `trust_remote_code=True` loading: its configuration and
+    modeling modules and the modules they import relatively (`get_relative_import_files`, as `save_pretrained` copies
+    them), where the folder lacks them (a model saved by another tool) or holds other copies (saved by an older
+    version, whose code may not run under the installed transformers: 5.24 renamed the cache that generate() passes,
+    and such code translated without it), and the `auto_map` entries of config.json it lacks (`AUTO_MAP_CLASSES`).
+    Returns what was added (file names, and "auto_map: ..." with the entries) and the names of the files replaced."""
     from transformers.dynamic_module_utils import get_relative_import_files
 
     entry_points = [Path(inspect.getfile(cls)) for cls in AUTO_MAP_CLASSES.values()]
     imported = {Path(file) for module in entry_points for file in get_relative_import_files(module)}
     sources = [*entry_points, *sorted(imported)]
-    added = []
+    added, replaced = [], []
     for source in dict.fromkeys(sources):  # in order, once each
-        if not (folder / source.name).exists():
-            shutil.copyfile(source, folder / source.name)
+        target = folder / source.name
+        if not target.exists():
             added.append(source.name)
+        elif target.read_bytes() != source.read_bytes():
+            replaced.append(source.name)
+        else:
+            continue
+        shutil.copyfile(source, target)
     config_file = folder / "config.json"
     config = json.loads(config_file.read_text(encoding="utf-8"))
     auto_map = config.get("auto_map") or {}
@@ -162,7 +172,7 @@ def add_model_code(folder: Path) -> list[str]:
         # The layout of PreTrainedConfig.to_json_file, as save_translation_pipeline writes it.
         config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         added.append(f"auto_map: {', '.join(missing)}")
-    return added
+    return added, replaced
 
 
 def check_saved_model_type(model_dir: str | os.PathLike) -> None:

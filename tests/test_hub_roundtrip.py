@@ -260,3 +260,32 @@ print(json.dumps({
             "pipeline_translation.py"} <= set(result["files"])
     assert result["generated"] == result["piped"] == expected
     assert hub_server.unhandled == []
+
+
+def test_an_older_versions_code_is_pushed_as_this_packages(hub_server, tmp_path):  # noqa: F811
+    """A folder saved by an older version holds that version's code, which may not run under the installed
+    transformers (5.24 renamed the cache generate() passes, and such code translated without it) and was pushed as it
+    was: the push gives the staging copy this package's code; the folder stays as it is."""
+    folder = make_tiny_model_dir(tmp_path / "older")
+    modeling = folder / "modeling_vanilla_transformer.py"
+    modeling.write_text(modeling.read_text() + '\nraise ImportError("an older version\'s code")\n')
+    before = tree(folder)
+    expected = [r["translation_text"] for r in pipeline(TASK, model=str(folder))(SOURCES)]
+
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(folder), "user/older"],
+        env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"{folder} holds other copies of the model's code (an older version's): pushed with this package's " \
+        "instead (modeling_vanilla_transformer.py)." in proc.stderr
+    assert "lacks the model's code" not in proc.stderr
+    assert tree(folder) == before
+
+    proc = hub_server.run_python(TRANSLATE + """
+model = AutoModelForSeq2SeqLM.from_pretrained("user/older", trust_remote_code=True)
+tokenizer = AutoTokenizer.from_pretrained("user/older", trust_remote_code=True)
+print(json.dumps(generated(model, tokenizer)))
+""", hf_home=tmp_path / "remote_home", hide_modules=("hf_vanilla_transformer",))
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == expected
+    assert hub_server.unhandled == []

@@ -608,7 +608,7 @@ def check_scoring_folder(model_args, training_args) -> None:
                 "keeps the old ones")
         raise InputError(
             f"--{flag} {given} lies in --output_dir {training_args.output_dir}: {what}. Give another --output_dir, "
-            f"e.g. {os.path.join(training_args.output_dir, 'tuned' if training_args.do_train else 'scored')}."
+            f"e.g. {new_folder(Path(training_args.output_dir) / ('tuned' if training_args.do_train else 'scored'))}."
         )
 
 
@@ -1780,9 +1780,9 @@ def check_training_left(checkpoint: str, training_args) -> None:
             )
         if step == training_args.max_steps:  # the Trainer would train one step more
             raise InputError(
-                f"{checkpoint} is at step {step}, --max_steps: the training is complete (the run stopped after saving "
-                f"its last checkpoint). {finish_without_training(checkpoint, training_args)}; or give --max_steps "
-                f"above {step} to train on."
+                f"{checkpoint} is at step {step}, the end of --max_steps {step}: the training is complete (the run "
+                f"stopped after saving its last checkpoint). {finish_without_training(checkpoint, training_args)}; or "
+                f"give --max_steps above {step} to train on."
             )
         return
     epochs, done = training_args.num_train_epochs, state.get("epoch") or 0
@@ -1808,14 +1808,25 @@ def finish_without_training(checkpoint: str, training_args) -> str:
     run, step = Path(checkpoint).parent, checkpoint_step(checkpoint)
     if (run / "model.safetensors").is_file() and checkpoint_state(run).get("global_step") == step:
         return (f"Its model is saved in {run}: score it with --model_name_or_path {run} --do_train false "
-                f"--output_dir {run / 'scored'}")
+                f"--output_dir {new_folder(run / 'scored')}")
     count = training_args.average_last_checkpoints
     if not count:
         return (f"Finish it without training: score its last checkpoint with --model_name_or_path {checkpoint} "
-                f"--do_train false --output_dir {run / 'scored'}")
+                f"--do_train false --output_dir {new_folder(run / 'scored')}")
+    averaged = new_folder(run / "averaged")
     return (f"Finish it without training: average the last checkpoints (python scripts/average_checkpoints.py {run} "
-            f"--last {count} --output_dir {run / 'averaged'}) and score the average with --model_name_or_path "
-            f"{run / 'averaged'} --do_train false")
+            f"--last {count} --output_dir {averaged}) and score the average with --model_name_or_path "
+            f"{averaged} --do_train false")
+
+
+def new_folder(path: Path) -> Path:
+    """`path`, or `path-2`, `path-3`, ... where it exists: a folder that a suggested command can write into (one
+    holding an earlier scoring's results would be refused)."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}-{number}")
+    return candidate
 
 
 def decode_predictions(tokenizer, predictions) -> list[str]:

@@ -620,8 +620,13 @@ def test_resuming_with_other_model_flags_or_past_max_steps_is_one_message(tmp_pa
     # a run stopped after its last checkpoint, resumed: the Trainer trained a step past --max_steps
     status, err = run_script("train_translation", *run, "--max_steps", "4", *resume,
                              monkeypatch=monkeypatch, capsys=capsys)
-    assert status == 2 and "is at step 4, --max_steps: the training is complete" in err
+    assert status == 2 and "is at step 4, the end of --max_steps 4: the training is complete" in err
     assert f"Its model is saved in {tmp_path / 'run'}: score it with --model_name_or_path {tmp_path / 'run'}" in err
+    assert f"--output_dir {tmp_path / 'run' / 'scored'}; or give" in err
+    (tmp_path / "run" / "scored").mkdir()  # an earlier scoring's: the command suggested would be refused there
+    status, err = run_script("train_translation", *run, "--max_steps", "4", *resume,
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and f"--output_dir {tmp_path / 'run' / 'scored-2'}; or give" in err
     last = tmp_path / "run" / "checkpoint-4"
     (last / "pytorch_model_fsdp_0").mkdir()  # a sharded FSDP checkpoint, resumed without FSDP: a traceback
     status, err = run_script("train_translation", *run, "--max_steps", "8", *resume,

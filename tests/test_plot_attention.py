@@ -69,6 +69,10 @@ def test_pieces_that_go_on_a_word_are_marked(model_and_tokenizer):
         words = " ".join(label for label in labels if label != "␣").replace(" ##", "").split()
         assert [word for word in words if word != "."] == text.rstrip(".").split(), labels
 
+    # a word after punctuation with no space between goes on it: "forty-two" read as "forty - two"
+    labels = token_labels(tokenizer, tokenizer("forty-two", add_special_tokens=False)["input_ids"])
+    assert labels[labels.index("-") + 1].startswith("##"), labels
+
     # SentencePiece (converted Marian models, T5): a lone "▁cat" decodes without its space, yet starts a word
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

@@ -11,7 +11,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
 from .distributed import holds_fsdp_shards
 from .errors import InputError, MissingFileError
-from .trainer import readable_weights
+from .trainer import no_progress_bars, readable_weights
 from .trainer import run_checkpoints  # noqa: F401  (re-exported for scripts/average_checkpoints.py)
 
 UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out of the run's folder to average the "
@@ -98,7 +98,8 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
     except (OSError, ValueError) as error:  # a damaged config.json, or another kind of model's
         raise InputError(f"{last} holds no loadable model ({error}): {UNUSABLE}.") from error
     model = _load_weights_into(model, weights)
-    model.save_pretrained(output_dir)
+    with no_progress_bars():
+        model.save_pretrained(output_dir)
     readable_weights(output_dir)
     GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
     tokenizer_dir = last if (last / "tokenizer_config.json").exists() else last.parent

@@ -227,14 +227,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         if self.is_fsdp_enabled and state_dict is not None:
             tied = self.model.all_tied_weights_keys
             state_dict = {name: weight for name, weight in state_dict.items() if name not in tied}
-        bars = logging.is_progress_bar_enabled()
-        logging.disable_progress_bar()
-        try:
-            with own_class(self.model):
-                super()._save(output_dir, state_dict)
-        finally:
-            if bars:
-                logging.enable_progress_bar()
+        with own_class(self.model), no_progress_bars():
+            super()._save(output_dir, state_dict)
 
     def _issue_warnings_after_load(self, load_result) -> None:
         """The Trainer's warnings after loading a checkpoint, without the tied names (the embedding's other names and
@@ -493,6 +487,19 @@ class MarkCheckpointComplete(TrainerCallback):
                       "arguments": {name: arguments[name] for name in RESUMED_ARGUMENTS if name in arguments}}
             staging.write_text(json.dumps(record, indent=2, default=str))
             os.replace(staging, folder / CHECKPOINT_COMPLETE)  # atomic: the marker is there whole or not at all
+
+
+@contextlib.contextmanager
+def no_progress_bars():
+    """transformers' progress bars off for a while: its "Writing model shards" bar draws a finished bar of one shard
+    at every save."""
+    bars = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            logging.enable_progress_bar()
 
 
 def readable_weights(folder: str | Path) -> None:

@@ -920,12 +920,12 @@ def check_push_account(repo_id: str, token: str | None, revision: str | None = N
         raise InputError(f"--push_to_hub: the token of {name} is read-only: give a token with write access "
                          "(--hub_token, HF_TOKEN or `hf auth login`).")
     namespace = repo_id.split("/")[0] if "/" in repo_id else name
-    namespaces = {name} | {org.get("name") for org in account.get("orgs") or []}
-    if name is not None and namespace not in namespaces:
+    organizations = sorted(org.get("name") for org in account.get("orgs") or [] if org.get("name"))
+    if name is not None and namespace not in {name, *organizations}:
+        of = f"one of its organizations ({', '.join(organizations)})" if organizations else "in an organization"
         raise InputError(
             f"--push_to_hub: {repo_id} is in the namespace {namespace!r}, and the token's account {name} is neither "
-            f"it nor one of its organizations ({', '.join(sorted(n for n in namespaces if n)) }): give --hub_model_id "
-            f"{name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
+            f"it nor {of}: give --hub_model_id {name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
         )
     try:
         check_repo_model_type(repo_id if "/" in repo_id or not name else f"{name}/{repo_id}", token=token,

@@ -557,7 +557,8 @@ def test_training_script_with_a_push_and_no_network_stops_before_training(tmp_pa
 
 @pytest.mark.parametrize("token, repo_id, message", [
     ("hf_wrong_token", "user/numbers", "The Hub did not accept the token (401 Unauthorized) for user/numbers"),
-    (True, "somebody/numbers", "user/numbers, or a token of somebody"),
+    (True, "somebody/numbers", "the token's account user is neither it nor one of its organizations (org): give "
+                               "--hub_model_id user/numbers, or a token of somebody"),  # the account itself not named
 ])
 def test_a_push_the_hub_would_refuse_stops_before_training(hub_server, tmp_path, token, repo_id, message):  # noqa: F811
     """A wrong token or another account's namespace was found out by the push at the end, after all the training."""

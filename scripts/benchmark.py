@@ -6,7 +6,7 @@
     python scripts/benchmark.py --d_model 64 --layers 2 --ffn_dim 128 --vocab_size 500 --repeats 2  # quick look
     python scripts/benchmark.py --device cuda --dtype bfloat16            # a GPU: bf16, sdpa attention, with MFU
     python scripts/benchmark.py --device cuda --dtype bfloat16 --compile  # the same under torch.compile
-    python scripts/benchmark.py --device cuda --dtype bfloat16 --amp --compile --tokens_per_batch 25000 \
+    python scripts/benchmark.py --device cuda --dtype bfloat16 --amp --compile --tokens_per_batch 25000 \\
         --seq_len 32 --skip greedy beam memory    # training at the paper's scale, bare loop and training script
 
 Both models get the same weights (ours is `from_marian(marian)`) and run alternately in one process, so that a

@@ -321,3 +321,4 @@ def test_help_shows_the_gpu_command_lines(benchmark, capsys):
     output = capsys.readouterr().out
     assert "python scripts/benchmark.py --device cuda --dtype bfloat16 " in output
     assert "python scripts/benchmark.py --device cuda --dtype bfloat16 --compile" in output
+    assert "--tokens_per_batch 25000 \\\n        --seq_len 32" in output  # a command on two lines, as written

@@ -421,12 +421,18 @@ class StopOnNonFiniteLoss(TrainerCallback):
         learning_rate = logs.get("learning_rate")
         if learning_rate is None and lr_scheduler is not None:
             learning_rate = lr_scheduler.get_last_lr()[0]
-        for callback in self.trainer.callback_handler.callbacks:  # the message on a line of its own
-            if isinstance(callback, ProgressCallback) and callback.training_bar is not None:
-                callback.on_train_end(args, state, control)
+        close_progress_bar(self.trainer)  # the message on a line of its own
         raise TrainingDivergedError(
             divergence_message(loss, self.finite_until + 1, state.global_step, learning_rate, args)
         )
+
+
+def close_progress_bar(trainer) -> None:
+    """Close the Trainer's training progress bar, as the end of training does, so that a message printed next is on
+    a line of its own (tqdm would otherwise draw the bar again after it, as it closes the bar at exit)."""
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, ProgressCallback) and callback.training_bar is not None:
+            callback.on_train_end(trainer.args, trainer.state, trainer.control)
 
 
 def divergence_message(loss: float, first: int, last: int, learning_rate: float | None, args) -> str:

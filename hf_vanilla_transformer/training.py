@@ -87,6 +87,7 @@ from .tokenization import (
 from .trainer import (
     CHECKPOINT_COMPLETE,
     checkpoint_record,
+    close_progress_bar,
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
     is_complete_checkpoint,
@@ -1341,6 +1342,7 @@ def train(trainer, resume_from: str | None) -> dict:
     try:
         train_result = trainer.train(resume_from_checkpoint=resume_from)
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on
+        close_progress_bar(trainer)
         last = last_complete_checkpoint(trainer.args.output_dir)
         if last is None:
             message = "no checkpoint was saved yet (--save_strategy, --save_steps say when one is), so nothing is kept."

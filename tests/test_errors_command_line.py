@@ -426,6 +426,26 @@ def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, ca
         "continue the run with the same command plus --resume_from_checkpoint true.")
 
 
+def test_ctrl_c_closes_the_progress_bar_before_its_message(tmp_path, monkeypatch, capsys):
+    """The message was printed into the training's progress bar, which tqdm drew again after it at exit."""
+    from transformers.trainer_callback import ProgressCallback
+
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    closed = []
+    end = ProgressCallback.on_train_end
+    monkeypatch.setattr(ProgressCallback, "on_train_end", lambda self, *a, **k: closed.append(self) or end(self, *a, **k))
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", interrupted)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
+                             "--number_words_eval_size", "8", "--max_steps", "10", "--disable_tqdm", "false",
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 130 and closed and closed[0].training_bar is None
+    assert err.splitlines()[-1].startswith("train_translation.py: interrupted: no checkpoint was saved yet")
+
+
 @pytest.mark.parametrize("script", [
     "train_translation", "translate", "average_checkpoints", "plot_attention", "push_to_hub", "export_ctranslate2",
 ])

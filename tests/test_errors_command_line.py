@@ -437,7 +437,8 @@ def test_ctrl_c_closes_the_progress_bar_before_its_message(tmp_path, monkeypatch
 
     closed = []
     end = ProgressCallback.on_train_end
-    monkeypatch.setattr(ProgressCallback, "on_train_end", lambda self, *a, **k: closed.append(self) or end(self, *a, **k))
+    monkeypatch.setattr(ProgressCallback, "on_train_end",
+                        lambda self, *args, **kwargs: closed.append(self) or end(self, *args, **kwargs))
     monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", interrupted)
     status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
                              "--number_words_eval_size", "8", "--max_steps", "10", "--disable_tqdm", "false",

@@ -762,10 +762,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             return None
 
         limits = (setting("max_length"), setting("max_new_tokens"))
-        beams = setting("num_beams") or 1
-        if beams < 1:  # transformers divides by it
+        beams = setting("num_beams")
+        if beams is not None and beams < 1:  # transformers divides by it
             raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
-        chosen = self._beam_settings(setting, beams, kwargs)
+        chosen = self._beam_settings(setting, beams or 1, kwargs)
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
         if source is not None and kwargs.get("inputs_embeds") is None:
             check_ids_shape("input_ids", source)

@@ -435,6 +435,7 @@ def test_ctrl_c_in_a_run_with_whole_fsdp_checkpoints_says_to_average_them(tmp_pa
 
     class Interrupted:
         args = SimpleNamespace(output_dir=str(tmp_path))
+        callback_handler = SimpleNamespace(callbacks=[])  # no progress bar to close
 
         def train(self, resume_from_checkpoint=None):
             raise KeyboardInterrupt

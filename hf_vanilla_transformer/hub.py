@@ -69,9 +69,10 @@ def push_model_dir(
     The folder is left as it is: the translation pipeline (`save_translation_pipeline`) and the model card rendered
     again with the repository's id and branch (`update_model_card`, with `card_overrides`; an existing README.md
     without saved card inputs is kept) go into a staging copy (`stage_upload`), with the model's code and
-    `auto_map` where the folder lacks them or holds an older version's code (`add_model_code`). Creates the repository if needed (`private=None`
-    keeps the Hub's default or the existing visibility; `private=True` makes an existing public repository
-    private, with a warning) and the branch `revision` if it does not exist. Returns the commit's info.
+    `auto_map` where the folder lacks them or holds another version's code (`add_model_code`). Creates the
+    repository if needed (`private=None` keeps the Hub's default or the existing visibility; `private=True` makes an
+    existing public repository private, with a warning) and the branch `revision` if it does not exist. Returns the
+    commit's info.
     """
     model_dir = Path(model_dir)
     check_model_dir(model_dir)
@@ -98,8 +99,8 @@ def push_model_dir(
             logger.warning("%s lacks the model's code for trust_remote_code=True loading: pushed with this package's "
                            "(%s).", model_dir, ", ".join(added))
         if replaced:
-            logger.warning("%s holds other copies of the model's code (an older version's): pushed with this "
-                           "package's instead (%s).", model_dir, ", ".join(replaced))
+            logger.warning("%s holds the model's code of another version than this package's, which loads it here: "
+                           "pushed with this package's instead (%s).", model_dir, ", ".join(replaced))
         save_translation_pipeline(staging)
         # the card's code loads the branch pushed to (a pull request's goes to main once merged)
         update_model_card(staging, **{**card_inputs, "repo_id": repo_id, "revision": None if create_pr else revision})
@@ -143,10 +144,11 @@ def stage_upload(model_dir: Path, staging: Path) -> None:
 def add_model_code(folder: Path) -> tuple[list[str], list[str]]:
     """Give a saved model `folder` this package's code for `trust_remote_code=True` loading: its configuration and
     modeling modules and the modules they import relatively (`get_relative_import_files`, as `save_pretrained` copies
-    them), where the folder lacks them (a model saved by another tool) or holds other copies (saved by an older
-    version, whose code may not run under the installed transformers: 5.24 renamed the cache that generate() passes,
-    and such code translated without it), and the `auto_map` entries of config.json it lacks (`AUTO_MAP_CLASSES`).
-    Returns what was added (file names, and "auto_map: ..." with the entries) and the names of the files replaced."""
+    them), where the folder lacks them (a model saved by another tool) or holds other copies (saved by another
+    version), so that the Hub's users run the code that loads the model here; another version's may not run under the
+    installed transformers (5.24 renamed the cache that generate() passes, and code saved before it translated
+    without it). Also the `auto_map` entries of config.json it lacks (`AUTO_MAP_CLASSES`). Returns what was added
+    (file names, and "auto_map: ..." with the entries) and the names of the files replaced."""
     from transformers.dynamic_module_utils import get_relative_import_files
 
     entry_points = [Path(inspect.getfile(cls)) for cls in AUTO_MAP_CLASSES.values()]

@@ -10,7 +10,6 @@ feed-forward) -> pre-softmax projection tied to the embedding -> logits.
 import copy
 import inspect
 import math
-import warnings
 from collections.abc import Callable
 
 import torch
@@ -34,6 +33,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, PreTrainedModel
 from transformers.processing_utils import Unpack
 from transformers.pytorch_utils import id_tensor_storage
 from transformers.utils import TransformersKwargs, can_return_tuple, is_torchdynamo_compiling
+from transformers.utils.deprecation import deprecate_kwarg
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
@@ -42,23 +42,13 @@ from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .packed_linear import PrepackedLinear, forget_edited_packed_weights
 
 # transformers 5.24 renamed the KV cache `past_key_values` to `cache`: in the forward arguments generate() passes, in
-# the output classes and in the mask helpers. The model takes either name and speaks the installed release's.
+# the output classes and in the mask helpers. The model speaks the installed release's name and takes either: the old
+# one is deprecated since 5.24 (transformers' own decorator, as its models use it, which warns), and before it is the
+# name generate() passes (the decorator renames it without a word: it is "deprecated" since a release long past).
 CACHE_NAME = "cache" if "cache" in inspect.signature(create_causal_mask).parameters else "past_key_values"
-
-
-def cache_argument(cache: Cache | None, past_key_values: Cache | None) -> Cache | None:
-    """The cache passed by either name: `past_key_values` is the one generate() passes before transformers 5.24, and
-    deprecated since (a warning, as transformers' own models give; given beside `cache`, as PEFT's prefix tuning
-    does under generate(), it is left out, as they leave it out)."""
-    if past_key_values is None:
-        return cache
-    if cache is not None:
-        warnings.warn("Both `cache` and `past_key_values` were given: `past_key_values`, the cache's name before "
-                      "transformers 5.24, is ignored.", FutureWarning, stacklevel=3)
-        return cache
-    if CACHE_NAME == "cache":
-        warnings.warn("`past_key_values` is deprecated: pass the cache as `cache`.", FutureWarning, stacklevel=3)
-    return past_key_values
+takes_past_key_values = deprecate_kwarg(
+    "past_key_values", "6.0.0" if CACHE_NAME == "cache" else "5.0.0", new_name="cache"
+)
 
 
 def on_host(tensor: torch.Tensor) -> bool:
@@ -535,6 +525,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
 
     @merge_with_config_defaults
     @capture_outputs
+    @takes_past_key_values
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -544,10 +535,8 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         cache: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
-        past_key_values: Cache | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPastAndCrossAttentions:
-        cache = cache_argument(cache, past_key_values)
         if encoder_hidden_states is None:
             raise ValueError("The decoder needs `encoder_hidden_states`, the encoder output it attends to.")
         if use_cache and self.training and self.layers[0].gradient_checkpointing:
@@ -633,6 +622,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         self.shared = self.encoder.embed_tokens = self.decoder.embed_tokens = embeddings
 
     @can_return_tuple
+    @takes_past_key_values
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -644,7 +634,6 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
-        past_key_values: Cache | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqModelOutput:
         r"""
@@ -681,7 +670,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             attention_mask=decoder_attention_mask,
             encoder_hidden_states=encoder_outputs.last_hidden_state,
             encoder_attention_mask=attention_mask,
-            cache=cache_argument(cache, past_key_values),
+            cache=cache,
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
             return_dict=True,  # whatever config.return_dict says; this forward's decorator makes the tuple
@@ -749,9 +738,12 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         `max_new_tokens` is set in the call, the generation config given or the model's. In a padded batch the
         source length is the padded one, as in fairseq.
 
-        Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`), as
-        transformers 4 and fairseq did: transformers 5 infers it for decoder-only models only, so a padded batch
-        without its mask would attend to the padding and translate its shorter sentences differently."""
+        Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`, the
+        call's or the config's), as transformers 4 and fairseq did: transformers 5 infers it for decoder-only models
+        only, so a padded batch without its mask would attend to the padding and translate its shorter sentences
+        differently. A beam search gets the paper's length penalty and early stopping where its settings leave them
+        unset (`_beam_settings`), and every token after a translation's end token is `pad_token_id`, the decoder
+        prompt (`decoder_input_ids`) left as it is (`_pad_after_the_end`)."""
         self._forget_placeholder_max_length()
         config = generation_config if generation_config is not None else self.generation_config
 
@@ -800,10 +792,21 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             # one sync per call for the error a CPU model gives; the forward passes check on the device
             check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
         output = super().generate(inputs, generation_config=generation_config, **kwargs)
-        prompt_length = prompts.shape[-1] if isinstance(prompts, torch.Tensor) else 1  # the start token alone
+        start = setting("decoder_start_token_id")
+        prompt_length = self._prompt_length(prompts, setting("bos_token_id") if start is None else start)
         self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, pad, eos,
                                 prompt_length)
         return output
+
+    @staticmethod
+    def _prompt_length(prompts: torch.Tensor | None, start: int | None) -> int:
+        """The length of the decoder prompt that generate() continues: the start token alone, or the
+        `decoder_input_ids` given, with the start token that transformers puts in front of them where no row begins
+        with it."""
+        if not isinstance(prompts, torch.Tensor) or prompts.dim() != 2:
+            return 1
+        prepended = start is not None and bool((prompts[:, 0] != torch.as_tensor(start, device=prompts.device)).all())
+        return prompts.shape[1] + prepended
 
     @staticmethod
     def _beam_settings(setting: Callable, beams: int, kwargs: dict) -> dict:
@@ -939,6 +942,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     @can_return_tuple
+    @takes_past_key_values
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -951,7 +955,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         decoder_inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
-        past_key_values: Cache | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqLMOutput:
         r"""
@@ -961,7 +964,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             `label_smoothing_factor`. skip_logits (keyword, default False): return the loss without the logits, as
             a training step needs, so that nothing (accelerate's autocast wrapper) makes a float32 copy of them.
         """
-        cache = cache_argument(cache, past_key_values)
         num_items_in_batch = kwargs.pop("num_items_in_batch", None)
         label_smoothing = kwargs.pop("label_smoothing", 0.0)
         skip_logits = kwargs.pop("skip_logits", False)

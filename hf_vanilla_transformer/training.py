@@ -923,10 +923,11 @@ def check_push_account(repo_id: str, token: str | None, revision: str | None = N
     namespace = repo_id.split("/")[0] if "/" in repo_id else name
     organizations = sorted(org.get("name") for org in account.get("orgs") or [] if org.get("name"))
     if name is not None and namespace not in {name, *organizations}:
-        of = f"one of its organizations ({', '.join(organizations)})" if organizations else "in an organization"
+        of = f"neither it nor one of its organizations ({', '.join(organizations)})" if organizations else \
+            "not it and belongs to no organization"
         raise InputError(
-            f"--push_to_hub: {repo_id} is in the namespace {namespace!r}, and the token's account {name} is neither "
-            f"it nor {of}: give --hub_model_id {name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
+            f"--push_to_hub: {repo_id} is in the namespace {namespace!r}, and the token's account {name} is {of}: "
+            f"give --hub_model_id {name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
         )
     try:
         check_repo_model_type(repo_id if "/" in repo_id or not name else f"{name}/{repo_id}", token=token,

@@ -277,8 +277,8 @@ def test_an_older_versions_code_is_pushed_as_this_packages(hub_server, tmp_path)
         env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"{folder} holds other copies of the model's code (an older version's): pushed with this package's " \
-        "instead (modeling_vanilla_transformer.py)." in proc.stderr
+    assert f"{folder} holds the model's code of another version than this package's, which loads it here: pushed " \
+        "with this package's instead (modeling_vanilla_transformer.py)." in proc.stderr
     assert "lacks the model's code" not in proc.stderr
     assert tree(folder) == before
 

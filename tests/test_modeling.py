@@ -184,7 +184,7 @@ def test_the_cache_is_taken_by_either_name(batch):
     full = model(**sources, decoder_input_ids=batch["labels"][:, :3]).logits[:, 2:3]
     torch.testing.assert_close(logits[0], full, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(logits[1], full, atol=1e-5, rtol=1e-5)
-    with pytest.warns(FutureWarning, match="`past_key_values`, the cache's name before transformers 5.24, is ignored"):
+    with pytest.warns(FutureWarning, match="Both `past_key_values` and `cache` are set"):
         both = model(**sources, decoder_input_ids=second, use_cache=True, cache=cache, past_key_values=object())
     assert getattr(both, CACHE_NAME) is cache  # as transformers' models: the old name is dropped
 
@@ -406,6 +406,10 @@ def test_a_prompt_holding_the_end_token_is_kept(batch):
         out = model.generate(**sources, decoder_input_ids=prompt, num_beams=beams, max_new_tokens=4, min_new_tokens=4)
         assert torch.equal(out[:, :4], prompt) and out.shape[1] == 8
         assert (out[:, 4] != model.config.pad_token_id).all()  # at least one new token: min_new_tokens
+        # without the start token, which transformers puts in front
+        out = model.generate(**sources, decoder_input_ids=prompt[:, 1:], num_beams=beams, max_new_tokens=4,
+                             min_new_tokens=4)
+        assert torch.equal(out[:, :4], prompt) and (out[:, 4] != model.config.pad_token_id).all()
 
 
 def test_the_calls_pad_token_id_masks_the_sources(batch):

@@ -233,7 +233,7 @@ def test_regional_compilation_compiles_each_kind_of_layer_once(tmp_path, monkeyp
         torch._dynamo.reset()
         torch._dynamo.utils.counters.clear()
         main(["--output_dir", str(tmp_path / str(layers)), *TINY_RUN, "--layers", str(layers),
-              "--max_tokens_per_batch", "300", "--max_steps", "6", "--do_eval", "false", "--do_predict", "false",
+              "--max_tokens_per_batch", "300", "--max_steps", "2", "--do_eval", "false", "--do_predict", "false",
               "--torch_compile", "--torch_compile_backend", "aot_eager", "--dataloader_num_workers", "0"])
         stats = torch._dynamo.utils.counters["stats"]
         graphs[layers] = stats["unique_graphs"], stats["calls_captured"]  # graphs, and operations traced in all

@@ -98,8 +98,8 @@ def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
     """Readable labels for token ids: each token decoded on its own (byte-level pieces become text), stripped, and a
     piece that goes on the word before it (no space in front: "meadow" as "me", "##ad", "##ow"; "forty-two" as
     "forty", "-", "##two") marked with "##", as BERT's tokenizers write them (punctuation, which goes on a word
-    without a space as a rule, is left unmarked); a token holding part of a character's bytes (an emoji's, a Chinese character's),
-    which decodes to U+FFFD and draws as an empty box, keeps its byte-level form."""
+    without a space as a rule, is left unmarked); a token holding part of a character's bytes (an emoji's, a Chinese
+    character's), which decodes to U+FFFD and draws as an empty box, keeps its byte-level form."""
     special = set(tokenizer.all_special_ids)
     labels, after_word = [], False
     for token_id in ids:

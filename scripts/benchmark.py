@@ -98,8 +98,8 @@ def parse_arguments(argv=None):
     run.add_argument("--compile_backend", default="inductor", help="torch.compile backend (eager, aot_eager: tests)")
     run.add_argument("--compile_mode", default=None, choices=COMPILE_MODES,
                      help="inductor's mode for training, in the bare loop and the training script's "
-                          "(--torch_compile_mode): reduce-overhead runs each step's forward and backward as CUDA graphs "
-                          "(default: torch's, no CUDA graphs)")
+                          "(--torch_compile_mode): reduce-overhead runs each step's forward and backward as CUDA "
+                          "graphs (default: torch's, no CUDA graphs)")
     run.add_argument("--peak_tflops", type=float, default=None,
                      help="the device's peak TFLOP/s in --dtype, for model FLOPs utilization (default: from a table "
                           "of known GPUs for bf16/fp16; none for the CPU)")

@@ -213,6 +213,16 @@ def tree(folder: Path) -> dict[str, str]:
             for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
+def push_folder(hub_server, folder: Path, repo_id: str, home: Path) -> subprocess.CompletedProcess:  # noqa: F811
+    """`scripts/push_to_hub.py folder repo_id` against the local Hub; it must succeed."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(folder), repo_id],
+        env=hub_server.env(home, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def test_a_folder_saved_without_the_code_is_pushed_with_it(hub_server, tmp_path):  # noqa: F811
     """A model folder without the model's code files and config.json's `auto_map` (an older version's, or another
     tool's save) was pushed without them: the card's `trust_remote_code=True` loading failed. The push adds this
@@ -227,11 +237,7 @@ def test_a_folder_saved_without_the_code_is_pushed_with_it(hub_server, tmp_path)
     before = tree(folder)
     expected = [r["translation_text"] for r in pipeline(TASK, model=str(folder))(SOURCES)]
 
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(folder), "user/no-code"],
-        env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = push_folder(hub_server, folder, "user/no-code", tmp_path / "push_home")
     assert f"{folder} lacks the model's code for trust_remote_code=True loading: pushed with this package's " \
         "(configuration_vanilla_transformer.py, modeling_vanilla_transformer.py, " in proc.stderr
     assert "auto_map: AutoConfig, AutoModel, AutoModelForSeq2SeqLM)" in proc.stderr
@@ -272,11 +278,7 @@ def test_an_older_versions_code_is_pushed_as_this_packages(hub_server, tmp_path)
     before = tree(folder)
     expected = [r["translation_text"] for r in pipeline(TASK, model=str(folder))(SOURCES)]
 
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "push_to_hub.py"), str(folder), "user/older"],
-        env=hub_server.env(tmp_path / "push_home", PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = push_folder(hub_server, folder, "user/older", tmp_path / "push_home")
     assert f"{folder} holds the model's code of another version than this package's, which loads it here: pushed " \
         "with this package's instead (modeling_vanilla_transformer.py)." in proc.stderr
     assert "lacks the model's code" not in proc.stderr

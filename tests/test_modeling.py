@@ -406,10 +406,11 @@ def test_a_prompt_holding_the_end_token_is_kept(batch):
         out = model.generate(**sources, decoder_input_ids=prompt, num_beams=beams, max_new_tokens=4, min_new_tokens=4)
         assert torch.equal(out[:, :4], prompt) and out.shape[1] == 8
         assert (out[:, 4] != model.config.pad_token_id).all()  # at least one new token: min_new_tokens
-        # without the start token, which transformers puts in front
-        out = model.generate(**sources, decoder_input_ids=prompt[:, 1:], num_beams=beams, max_new_tokens=4,
+        # ending with the end token, without the start token, which transformers puts in front
+        context = torch.tensor([[5, 6, eos]]).expand(2, -1)
+        out = model.generate(**sources, decoder_input_ids=context, num_beams=beams, max_new_tokens=4,
                              min_new_tokens=4)
-        assert torch.equal(out[:, :4], prompt) and (out[:, 4] != model.config.pad_token_id).all()
+        assert torch.equal(out[:, 1:4], context) and (out[:, 4] != model.config.pad_token_id).all()
 
 
 def test_the_calls_pad_token_id_masks_the_sources(batch):

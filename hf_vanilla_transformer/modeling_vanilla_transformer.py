@@ -181,6 +181,16 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         table = sinusoidal_encoding(torch.arange(config.max_position_embeddings), config.d_model)
         self.register_buffer("table", table, persistent=False)
 
+    def _apply(self, fn, recurse=True):
+        """Moves and casts as any module's buffers, but a new dtype recomputes the table from the formula: a model
+        loaded in bfloat16 and cast back to float32 gets float32 encodings, not bfloat16's rounding of them."""
+        dtype = self.table.dtype
+        super()._apply(fn, recurse)
+        if self.table.dtype != dtype and self.table.is_floating_point() and not self.table.is_meta:
+            positions = torch.arange(len(self.table), device=self.table.device)
+            self.table = sinusoidal_encoding(positions, self.d_model).to(self.table.dtype)
+        return self
+
     def forward(
         self, length: int, offset: int | torch.Tensor = 0, padding_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -712,6 +722,15 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         # The tied names are never saved (the shared weight is, once). Said here too, the Trainer's checkpoint loading
         # (resuming, load_best_model_at_end) ties them instead of warning that they are missing.
         self._keys_to_ignore_on_save = set(self.all_tied_weights_keys)
+
+    def set_output_embeddings(self, projection: nn.Linear):
+        """Keeps the packed CPU path of a projection transformers makes anew as a plain `nn.Linear`
+        (`resize_token_embeddings` of a model whose output projection is not tied)."""
+        if type(projection) is nn.Linear:
+            packed = PrepackedLinear(projection.in_features, projection.out_features, bias=False, device="meta")
+            packed.weight, packed.bias = projection.weight, projection.bias
+            projection = packed
+        self.lm_head = projection
 
     def _default_to_the_papers_decoding(self) -> None:
         """The paper's beam search [6.1] where the generation config sets none; a saved generation config wins. A

@@ -363,6 +363,22 @@ def test_int8_keeps_the_tied_fp32_weights_for_saving_and_training(batch, tmp_pat
     assert model.lm_head.weight.grad is not None and not packed(model)
 
 
+def test_an_untied_output_projection_made_anew_by_resizing_keeps_the_packed_path(batch):
+    """`resize_token_embeddings` makes an untied model's new output projection a plain `nn.Linear`; the model keeps
+    it a `PrepackedLinear`, so that int8 and the packed fp32 path cover it as they cover one loaded from a file."""
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(tie_word_embeddings=False, output_bias=True)).eval()
+    model.resize_token_embeddings(model.config.vocab_size + 8, mean_resizing=False)
+    head = model.get_output_embeddings()
+    assert type(head) is PrepackedLinear and head.weight.shape == (model.config.vocab_size, model.config.d_model)
+    assert head.bias is not None and head.bias.shape == (model.config.vocab_size,)
+    assert head.weight.data_ptr() != model.get_input_embeddings().weight.data_ptr()  # still untied
+    with torch.no_grad():
+        fp32 = model(**batch).logits
+        assert quantize_int8(model).lm_head.int8
+        torch.testing.assert_close(model(**batch).logits, fp32, rtol=0.05, atol=0.05)
+
+
 def test_int8_refuses_what_it_cannot_do(monkeypatch):
     with pytest.raises(ValueError, match="no PrepackedLinear layers"):
         quantize_int8(torch.nn.Sequential(torch.nn.Linear(4, 4)))

@@ -80,3 +80,16 @@ def test_trainer_style_normalisation_by_items_in_batch():
     torch.testing.assert_close(model(**batch, num_items_in_batch=3 * count).loss, model(**batch).loss / 3)
     torch.testing.assert_close(model(**batch, num_items_in_batch=int(3 * count)).loss, model(**batch).loss / 3)
     assert model(**{**batch, "labels": torch.full_like(batch["labels"], -100)}, num_items_in_batch=0).loss == 0
+
+
+def test_a_model_cast_to_bfloat16_and_back_has_float32_position_encodings(tmp_path):
+    """The encodings are computed [3.5], not learned: a model loaded in bfloat16 (or cast to it) and cast back to
+    float32 computes them again in float32, as a model made in float32 has them, not bfloat16's rounding of them."""
+    made = make()
+    made.save_pretrained(tmp_path)
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path, dtype=torch.bfloat16)
+    for model in (make().to(torch.bfloat16).float(), loaded.float()):
+        for stack in (model.model.encoder, model.model.decoder):
+            table = stack.embed_positions.table
+            assert table.dtype == torch.float32
+            assert torch.equal(table, made.model.encoder.embed_positions.table)

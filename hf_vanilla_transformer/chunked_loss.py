@@ -40,8 +40,28 @@ class ChunkedCrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output: torch.Tensor):
-        (grad,) = ctx.saved_tensors  # scaled in place: a second backward (retain_graph) raises instead of doubling it
+        # The kept gradient is scaled in place, so that backward makes no second tensor the size of the logits: it
+        # serves one backward, of the first order.
+        if torch.is_grad_enabled():
+            raise RuntimeError(
+                "The model's loss cannot be differentiated twice (create_graph=True): it computes its gradient in "
+                f"the forward pass. {COMPUTE_IT_YOURSELF}"
+            )
+        if getattr(ctx, "used", False):
+            raise RuntimeError(
+                "The model's loss was already backpropagated through (retain_graph=True keeps the graph, but the "
+                f"loss's gradient serves one backward). {COMPUTE_IT_YOURSELF}"
+            )
+        ctx.used = True
+        (grad,) = ctx.saved_tensors
         return grad.mul_(grad_output), None, None, None
+
+
+COMPUTE_IT_YOURSELF = (
+    "For gradients of gradients or several backward passes, compute the loss from the logits: call the model "
+    "without `labels` (with `decoder_input_ids`, e.g. from `model.prepare_decoder_input_ids_from_labels(labels)`) and "
+    "take `F.cross_entropy(outputs.logits.flatten(0, 1).float(), labels.flatten(), label_smoothing=...)`."
+)
 
 
 def cross_entropy_sum(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -49,8 +69,9 @@ def cross_entropy_sum(logits: torch.Tensor, labels: torch.Tensor, label_smoothin
     float32 (with `label_smoothing` 0, `F.cross_entropy(logits.float(), labels, reduction="sum")`).
 
     Under torch.compile the formula is written out instead: the compiler fuses the upcast into its softmax kernels,
-    and the chunk loop would make it compile anew for every number of chunks."""
-    if torch.compiler.is_compiling():
+    and the chunk loop would make it compile anew for every number of chunks. So it is under torch.func's transforms
+    (`grad`, `vmap`: per-example gradients), which take the formula's derivatives, not a gradient made in forward."""
+    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
         return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum", label_smoothing=label_smoothing)
     with_grad = torch.is_grad_enabled() and logits.requires_grad
     return ChunkedCrossEntropy.apply(logits, labels, label_smoothing, with_grad)

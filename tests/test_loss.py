@@ -82,12 +82,31 @@ def test_no_labels_give_zero_loss_and_zero_gradients():
     assert loss.item() == 0.0 and logits.grad.eq(0).all()
 
 
-def test_a_second_backward_raises_instead_of_scaling_twice():
+def test_a_second_backward_or_a_gradient_of_the_gradient_is_refused_saying_what_to_do():
+    """The gradient made in forward serves one first-order backward: a second one (retain_graph) or a graph of the
+    gradient (create_graph: gradient penalties, MAML) would be silently wrong; each says how to get it instead."""
     logits, labels = logits_and_labels(torch.float32)
     loss = translation_loss(logits, labels, label_smoothing=0.1)
     loss.backward(retain_graph=True)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+    with pytest.raises(RuntimeError, match="already backpropagated through .* compute the loss from the logits"):
         loss.backward()
+    loss = translation_loss(logits, labels, label_smoothing=0.1)
+    with pytest.raises(RuntimeError, match="cannot be differentiated twice .* compute the loss from the logits"):
+        torch.autograd.grad(loss, logits, create_graph=True)
+
+
+def test_torch_func_transforms_take_the_formulas_derivatives(batch):
+    """Under `torch.func.grad` (and `vmap` over it: per-example gradients) the loss is the formula, not a gradient
+    made in forward, which those transforms cannot use: the gradients a plain backward gives."""
+    torch.manual_seed(0)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(dropout=0.0))
+    batch = {**batch, "label_smoothing": 0.1}
+    model(**batch).loss.backward()
+    expected = {name: parameter.grad for name, parameter in model.named_parameters()}
+    parameters = {name: parameter.detach() for name, parameter in model.named_parameters()}
+    gradients = torch.func.grad(lambda p: torch.func.functional_call(model, p, (), batch).loss)(parameters)
+    for name, gradient in gradients.items():
+        torch.testing.assert_close(gradient, expected[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
 def test_no_float32_copy_of_all_the_logits():

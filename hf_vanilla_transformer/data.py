@@ -75,16 +75,15 @@ def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
     """Decode one line as UTF-8, stripped of surrounding whitespace; raise InputError saying where and how to fix
     (bytes that are not UTF-8, or old Mac line ends: carriage returns alone)."""
     if raw.removesuffix(b"\n").removesuffix(b"\r").count(b"\r") >= 2:  # one may be a stray; two are line ends
-        raise InputError(_cr_line_ends_message(path, line_number))
+        raise InputError(cr_line_ends_message(path, line_number))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(_not_utf8_message(path, line_number, raw, error.start)) from error
     if "\0" in text:  # valid UTF-8, but no sentence holds NUL: UTF-16 without its byte-order mark, or binary
         raise InputError(_not_utf8_message(path, line_number, raw, raw.index(b"\0")))
-    if line_number == 1:
-        text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not part of the sentence
-    return text.strip()
+    # a UTF-8 byte-order mark is not part of the sentence: on line 1, or on the first line of a file joined on (cat)
+    return text.removeprefix("\ufeff").strip()
 
 
 def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
@@ -130,7 +129,15 @@ def utf16_encoding(line: bytes) -> str | None:
     return None
 
 
-def _cr_line_ends_message(path: Path, line_number: int) -> str:
+def cr_line_ends_message(path: Path | str, line_number: int) -> str:
+    """What to say of a file ("-": standard input, for translate.py) whose lines end in carriage returns alone."""
+    if str(path) == "-":
+        return (
+            f"Standard input uses CR line ends (old Mac): line {line_number} holds several carriage returns and no "
+            "line feed between them, so its sentences would be read as one. Convert them to line feeds, e.g. "
+            "`tr '\\r' '\\n' < input.txt | python scripts/translate.py MODEL`."
+        )
+    path = Path(path)
     fixed = _shell(path, ".fixed")
     convert = (f"gzip -dc {_shell(path)} | tr '\\r' '\\n' | gzip > {fixed}" if path.suffix == ".gz"
                else f"tr '\\r' '\\n' < {_shell(path)} > {fixed}")

@@ -1201,7 +1201,7 @@ def main(argv: list[str] | None = None) -> dict:
             raise KeyboardInterrupt(not_scored(training_args.output_dir)) from None
 
     # Validation and test are translated once each: the last one's translations are written out and shown.
-    translations, samples_split = [], None
+    translations, samples_split, signatures = [], None, None
     for split, prefix in (("validation", "eval"), ("test", "predict")):
         if split not in tokenized:
             continue
@@ -1217,7 +1217,11 @@ def main(argv: list[str] | None = None) -> dict:
             warn_if_averaging_scored_less(trainer.state.log_history, metrics, all_metrics.get("averaged_checkpoints"))
             trainer.log(metrics)  # the final point of the training curves
         trainer.log_metrics(prefix, metrics)
-        trainer.save_metrics(prefix, metrics)
+        # the results files say how their scores were computed, as the card does: a score is comparable only with
+        # its signature beside it (a run that only scores writes no card)
+        signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize)
+        trainer.save_metrics(prefix, {**metrics, **{f"{prefix}_{name}_signature": signature
+                                                    for name, signature in signatures.items()}})
         all_metrics.update(metrics)
         translations, samples_split = decode_predictions(tokenizer, prediction.predictions), split
     if translations and trainer.is_world_process_zero():
@@ -1232,8 +1236,6 @@ def main(argv: list[str] | None = None) -> dict:
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)
-        # of the scores, where there are any
-        signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize) if samples_split else None
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
             save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, signatures,
                           split_sizes=split_sizes)

@@ -214,6 +214,10 @@ def test_a_model_is_evaluated_without_training(builtin_run, tmp_path, capsys):
     results = json.loads((out / "all_results.json").read_text())
     assert "predict_bleu" in results and not any(key.startswith(("train_", "eval_")) for key in results)
     assert results["predict_bleu"] == json.loads((model_dir / "all_results.json").read_text())["predict_bleu"]
+    # how the scores were computed, beside them: this run writes no model card, where the signatures also are
+    for saved in (results, json.loads((out / "predict_results.json").read_text())):
+        assert saved["predict_bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+        assert saved["predict_chrf_signature"].startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:")
     assert len((out / "generated_predictions.txt").read_text().splitlines()) == 16
     assert not (out / "model.safetensors").exists() and not (out / "README.md").exists()
     assert "Sample translations (de -> en)" in log and "***** train metrics *****" not in log

@@ -727,9 +727,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         """Keeps the packed CPU path of a projection transformers makes anew as a plain `nn.Linear`
         (`resize_token_embeddings` of a model whose output projection is not tied)."""
         if type(projection) is nn.Linear:
-            packed = PrepackedLinear(projection.in_features, projection.out_features, bias=False, device="meta")
-            packed.weight, packed.bias = projection.weight, projection.bias
-            projection = packed
+            projection.__class__ = PrepackedLinear  # a subclass with no state of its own: weights, flags, hooks kept
         self.lm_head = projection
 
     def _default_to_the_papers_decoding(self) -> None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands, on a machine with nothing but Python 3.10+:
 #   ./run.sh main [flags]   train the main job into runs/numbers (extra flags go to scripts/train_translation.py)
-#   ./run.sh test [args]    run the tests (extra arguments go to pytest)
+#   ./run.sh test [args]    run the tests in 2 processes (TEST_WORKERS=...; extra arguments go to pytest)
 # Both first make the environment if it is missing: a virtual environment in .venv (VENV=... for another place),
 # torch (TORCH=... for another build; default the CPU build .ci/run uses) unless it already has one, and this
 # package with its dev extra (again whenever pyproject.toml changes).
@@ -30,6 +30,6 @@ setup() {
 
 case "${1:-}" in
     main) shift; setup; python scripts/train_translation.py --output_dir runs/numbers "$@" ;;
-    test) shift; setup; python -m pytest -q "$@" ;;
+    test) shift; setup; python -m pytest -q -n "${TEST_WORKERS:-2}" --dist loadfile "$@" ;;
     *) echo "usage: ./run.sh main [train_translation.py flags] | ./run.sh test [pytest arguments]" >&2; exit 2 ;;
 esac

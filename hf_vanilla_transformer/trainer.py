@@ -144,6 +144,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self.add_callback(StopOnNonFiniteLoss(self))
         self._token_batch_sampler: TokenBatchSampler | None = None
         self._sentences_trained = 0
+        self._target_tokens: torch.Tensor | int = 0  # trained on since the last training log (see `log`)
+        self._interval_start: float | None = None
         self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
@@ -191,17 +193,31 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     def get_batch_samples(self, epoch_iterator, num_batches: int, device: torch.device):
-        """The Trainer's batches for one optimizer step; with token batching their sentences are counted for
-        `train_samples_per_second` (each batch's first dimension: a size the host knows, no device sync)."""
+        """The Trainer's batches for one optimizer step. Their target tokens are counted for the training logs'
+        `target_tokens_per_second`, where they are (on the device: no sync); with token batching their sentences
+        are counted for `train_samples_per_second` (each batch's first dimension: a size the host knows)."""
+        if self._interval_start is None:  # the first step after a log: evaluations and saves since are left out
+            self._interval_start = time.perf_counter()
         batch_samples, num_items_in_batch = super().get_batch_samples(epoch_iterator, num_batches, device)
+        for batch in batch_samples:
+            if isinstance(batch.get("labels"), torch.Tensor):
+                self._target_tokens = self._target_tokens + batch["labels"].ne(-100).sum()
         if self.max_tokens_per_batch:
             self._sentences_trained += sum(len(batch["input_ids"]) for batch in batch_samples)
         return batch_samples, num_items_in_batch
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """The Trainer's log; with token batching, the end of training's `train_samples_per_second` is the sentences
-        trained on (all processes') per second. The Trainer counts `per_device_train_batch_size` sentences a batch,
+        """The Trainer's log. A training log (with `loss`) gets `target_tokens_per_second`: the target tokens (not
+        padding) all processes trained on since the previous one, per second of training (fairseq's "wps"; the
+        Trainer's own token count, `--include_num_input_tokens_seen`, reads the device at every step, and counts
+        source tokens). With token batching, the end of training's `train_samples_per_second` is the sentences
+        trained on (all processes') per second: the Trainer counts `per_device_train_batch_size` sentences a batch,
         a size token batching does not use."""
+        if "loss" in logs and self._interval_start is not None:  # read from the device once a log
+            counted = torch.as_tensor(self._target_tokens, device=self.args.device)
+            tokens = self.accelerator.reduce(counted, reduction="sum").item()
+            logs["target_tokens_per_second"] = round(tokens / (time.perf_counter() - self._interval_start), 1)
+            self._target_tokens, self._interval_start = 0, None
         if self.max_tokens_per_batch and "train_samples_per_second" in logs and logs.get("train_runtime"):
             counted = torch.tensor(self._sentences_trained, device=self.args.device)
             sentences = self.accelerator.reduce(counted, reduction="sum").item()  # once, at the end of training

@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import REPO, tiny_config
 from datasets import Dataset, DatasetDict
-from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast
+from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast, TrainerCallback
 from tokenizers import Tokenizer, models
 
 import hf_vanilla_transformer.modeling_vanilla_transformer as modeling
@@ -122,6 +122,47 @@ def test_the_parameters_are_counted_once_a_run_for_the_flops_not_at_every_step(t
     trainer.train()
     assert len(source_tokens) == 12 and len(counted) == 1 and counted[0].get("exclude_embeddings")
     assert trainer.state.total_flos == 6 * sum(source_tokens) * parameters
+
+
+def test_training_logs_give_the_target_tokens_a_second_of_training(tmp_path, monkeypatch):
+    """Each training log's `target_tokens_per_second`: the target tokens (not padding) trained on since the previous
+    log over the time the steps took; the time of an evaluation or a save in between is not counted."""
+    from hf_vanilla_transformer import trainer as trainer_module
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+
+    clock = [1000.0]  # seconds: each step takes 1, each evaluation 100
+    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: clock[0])
+    rng = np.random.default_rng(0)
+    rows = [{"input_ids": rng.integers(3, 99, n).tolist() + [2], "labels": rng.integers(3, 99, m).tolist() + [2]}
+            for n, m in rng.integers(1, 20, (200, 2))]
+    model = VanillaTransformerForConditionalGeneration(tiny_config())
+    args = TokenBatchingSeq2SeqTrainingArguments(
+        tmp_path, max_tokens_per_batch=200, max_steps=6, gradient_accumulation_steps=2, logging_steps=3,
+        eval_strategy="steps", eval_steps=3, report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True)
+    trainer = TokenBatchingSeq2SeqTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                                          eval_dataset=Dataset.from_list(rows[:8]),
+                                          data_collator=DataCollatorForSeq2Seq(tokenizer(), model=model))
+    trained, compute_loss, evaluate = [], trainer.compute_loss, trainer.evaluate
+
+    def counting_loss(model, inputs, *args, **kwargs):
+        if model.training:
+            trained.append((trainer.state.global_step, int(inputs["labels"].ne(-100).sum())))
+        return compute_loss(model, inputs, *args, **kwargs)
+
+    def slow_evaluate(*args, **kwargs):
+        clock[0] += 100.0
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "compute_loss", counting_loss)
+    monkeypatch.setattr(trainer, "evaluate", slow_evaluate)
+    trainer.add_callback(type("OneSecondSteps", (TrainerCallback,), {
+        "on_step_end": lambda self, *args, **kwargs: clock.__setitem__(0, clock[0] + 1.0)})())
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert [entry["step"] for entry in logged] == [3, 6] and len(trained) == 12  # 2 batches a step
+    for entry in logged:
+        tokens = sum(count for step, count in trained if entry["step"] - 3 <= step < entry["step"])
+        assert entry["target_tokens_per_second"] == pytest.approx(tokens / 3, abs=0.1)
 
 
 def test_a_training_step_never_reads_a_value_back_from_the_device():

@@ -188,6 +188,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             check_resumable(resume_from_checkpoint)
         self._parameters_for_flops = None  # counted again for each run, once
         self._sentences_trained = 0  # this call's: the Trainer's speed metrics count only this call's steps
+        self._target_tokens, self._interval_start = 0, None
         if resume_from_checkpoint and self.args.should_save:
             order_checkpoint_times_by_step(self.args.output_dir)
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
@@ -216,7 +217,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         if "loss" in logs and self._interval_start is not None:  # read from the device once a log
             counted = torch.as_tensor(self._target_tokens, device=self.args.device)
             tokens = self.accelerator.reduce(counted, reduction="sum").item()
-            logs["target_tokens_per_second"] = round(tokens / (time.perf_counter() - self._interval_start), 1)
+            seconds = max(time.perf_counter() - self._interval_start, 1e-9)
+            logs["target_tokens_per_second"] = round(tokens / seconds, 1)
             self._target_tokens, self._interval_start = 0, None
         if self.max_tokens_per_batch and "train_samples_per_second" in logs and logs.get("train_runtime"):
             counted = torch.tensor(self._sentences_trained, device=self.args.device)

@@ -1,5 +1,6 @@
 """Configuration of the original Transformer (Vaswani et al., 2017, "Attention Is All You Need")."""
 
+import math
 import numbers
 
 from transformers import PreTrainedConfig
@@ -168,10 +169,10 @@ class VanillaTransformerConfig(PreTrainedConfig):
                     f"d_model / h dimensions (section 3.2.2). Choose a head count among the divisors of d_model, "
                     f"e.g. {[h for h in (1, 2, 4, 8, 16, 32) if self.d_model % h == 0]}."
                 )
-        if not is_number(self.layer_norm_eps) or self.layer_norm_eps <= 0:
-            raise ValueError(f"`layer_norm_eps` must be a number > 0, got {self.layer_norm_eps!r}.")
-        if self.init_std is not None and (not is_number(self.init_std) or self.init_std < 0):
-            raise ValueError(f"`init_std` must be None or a number >= 0, got {self.init_std!r}.")
+        if not is_number(self.layer_norm_eps) or not 0 < self.layer_norm_eps < math.inf:  # NaN fails too
+            raise ValueError(f"`layer_norm_eps` must be a finite number > 0, got {self.layer_norm_eps!r}.")
+        if self.init_std is not None and (not is_number(self.init_std) or not 0 <= self.init_std < math.inf):
+            raise ValueError(f"`init_std` must be None or a finite number >= 0, got {self.init_std!r}.")
         for name in ("scale_embedding", "normalize_before", "tie_word_embeddings", "output_bias"):  # "false": True
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"`{name}` must be True or False, got {getattr(self, name)!r}.")

@@ -450,6 +450,7 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.embed_positions = VanillaTransformerPositionalEncoding(config)
+        self.dropout = config.dropout  # fixed when the model is made, as every layer's (a later config edit: save, load)
         self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.normalize_before else None
 
     def embed(
@@ -478,7 +479,7 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
             padding_mask = None  # a prepared 4-D mask: positions from the offset
         positions = self.embed_positions(length, offset, padding_mask)
         hidden_states = inputs_embeds * self.embed_scale + positions
-        return F.dropout(hidden_states, p=self.config.dropout, training=self.training)
+        return F.dropout(hidden_states, p=self.dropout, training=self.training)
 
     def finish(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return hidden_states if self.layer_norm is None else self.layer_norm(hidden_states)

@@ -25,10 +25,14 @@ from hf_vanilla_transformer import VanillaTransformerConfig
         (dict(vocab_size=100, eos_token_id=[2, 100]), "eos_token_id", "[0, 99]"),
         (dict(decoder_start_token_id=-1), "decoder_start_token_id", "[0, 36999]"),
         (dict(layer_norm_eps=0.0), "layer_norm_eps", "> 0"),
+        (dict(layer_norm_eps=float("nan")), "layer_norm_eps", "finite number > 0"),  # a NaN loss at every step
+        (dict(layer_norm_eps=float("inf")), "layer_norm_eps", "finite number > 0"),  # every output the same
+        (dict(init_std=float("inf")), "init_std", "finite number >= 0"),  # infinite weights, a NaN loss
+        (dict(init_std=float("nan")), "init_std", "finite number >= 0"),  # torch's "normal expects std >= 0.0"
         (dict(dropout="0.1"), "dropout", "a number in [0, 1)"),  # as read from YAML or a command line
         (dict(attention_dropout=None), "attention_dropout", "a number in [0, 1)"),
-        (dict(layer_norm_eps="1e-5"), "layer_norm_eps", "a number > 0"),
-        (dict(init_std="0.02"), "init_std", "a number >= 0"),
+        (dict(layer_norm_eps="1e-5"), "layer_norm_eps", "a finite number > 0"),
+        (dict(init_std="0.02"), "init_std", "a finite number >= 0"),
         (dict(normalize_before="false"), "normalize_before", "True or False"),
         (dict(tie_word_embeddings="false"), "tie_word_embeddings", "True or False"),  # tied them, silently
         (dict(decoder_start_token_id=1.5), "decoder_start_token_id", "an integer"),  # started decoding at 1

@@ -19,7 +19,11 @@ from hf_vanilla_transformer import (
     VanillaTransformerForConditionalGeneration,
     VanillaTransformerModel,
 )
-from hf_vanilla_transformer.modeling_vanilla_transformer import CACHE_NAME, sinusoidal_encoding
+from hf_vanilla_transformer.modeling_vanilla_transformer import (
+    CACHE_NAME,
+    VanillaTransformerResidualLayer,
+    sinusoidal_encoding,
+)
 
 
 def make_model(seed=0, **overrides):
@@ -715,3 +719,22 @@ def test_a_model_turned_to_greedy_search_saves(tmp_path):
     reloaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "greedy")
     assert reloaded.generation_config.num_beams == 1
     assert reloaded.generation_config.length_penalty is None and not reloaded.generation_config.early_stopping
+
+
+def test_every_dropout_is_fixed_when_the_model_is_made(batch, tmp_path):
+    """As in transformers' models, a config edit after the model is made changes none of its dropout rates (the
+    embedding dropout once read the config at every forward while the layers kept theirs: mixed rates); saved and
+    loaded, the model takes the new ones everywhere."""
+    model = VanillaTransformerForConditionalGeneration(tiny_config(dropout=0.1)).train()
+
+    def loss(model):
+        torch.manual_seed(0)
+        return model(**batch).loss
+
+    before = loss(model)
+    model.config.dropout = 0.5
+    torch.testing.assert_close(loss(model), before, rtol=0, atol=0)
+    model.save_pretrained(tmp_path)
+    loaded = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path).train()
+    assert {stack.dropout for stack in (loaded.model.encoder, loaded.model.decoder)} == {0.5}
+    assert {layer.dropout for layer in loaded.modules() if isinstance(layer, VanillaTransformerResidualLayer)} == {0.5}

@@ -24,7 +24,7 @@ from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin, pa
 from accelerate.utils.constants import FSDP_MODEL_NAME
 from transformers.utils import logging
 
-from .errors import InputError
+from .errors import InputError, sibling_script
 
 logger = logging.get_logger(__name__)
 
@@ -142,7 +142,7 @@ def holds_fsdp_shards(checkpoint) -> bool:
 def whole_fsdp_weights_advice(checkpoint) -> str:
     """What to do with a checkpoint of whole FSDP weights, which nothing resumes (see `check_resumable`)."""
     run = Path(checkpoint).parent
-    return (f"average the run's checkpoints (python scripts/average_checkpoints.py {run} --output_dir "
+    return (f"average the run's checkpoints (python {sibling_script('average_checkpoints.py')} {run} --output_dir "
             f"{run / 'averaged'}), or fine-tune from it into a new --output_dir (--model_name_or_path {checkpoint})")
 
 

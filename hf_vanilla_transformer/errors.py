@@ -45,6 +45,15 @@ INTERRUPTED_STATUS = 130
 """The shell's status for a command stopped by Ctrl-C (128 + SIGINT)."""
 
 
+def sibling_script(name: str) -> str:
+    """scripts/`name` as the user reaches it, for a command a message suggests: beside the running script (of this
+    package's scripts/) as they typed its path, else as from the repository's folder."""
+    script = Path(sys.argv[0])
+    if script.parent.name == "scripts" and script.with_name(name).is_file():
+        return str(script.with_name(name))
+    return f"scripts/{name}"
+
+
 def debugging() -> bool:
     """Whether HF_VANILLA_TRANSFORMER_DEBUG asks for tracebacks instead of one-line messages."""
     return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0")

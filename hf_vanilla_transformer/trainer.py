@@ -146,6 +146,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._sentences_trained = 0
         self._target_tokens: torch.Tensor | int = 0  # trained on since the last training log (see `log`)
         self._interval_start: float | None = None
+        self._seconds_outside_training = 0.0  # since then: evaluating and saving checkpoints
         self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
@@ -198,7 +199,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         `target_tokens_per_second`, where they are (on the device: no sync); with token batching their sentences
         are counted for `train_samples_per_second` (each batch's first dimension: a size the host knows)."""
         if self._interval_start is None:  # the first step after a log: evaluations and saves since are left out
-            self._interval_start = time.perf_counter()
+            self._interval_start, self._seconds_outside_training = time.perf_counter(), 0.0
         batch_samples, num_items_in_batch = super().get_batch_samples(epoch_iterator, num_batches, device)
         for batch in batch_samples:
             if isinstance(batch.get("labels"), torch.Tensor):
@@ -217,7 +218,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         if "loss" in logs and self._interval_start is not None:  # read from the device once a log
             counted = torch.as_tensor(self._target_tokens, device=self.args.device)
             tokens = self.accelerator.reduce(counted, reduction="sum").item()
-            seconds = max(time.perf_counter() - self._interval_start, 1e-9)
+            seconds = max(time.perf_counter() - self._interval_start - self._seconds_outside_training, 1e-9)
             logs["target_tokens_per_second"] = round(tokens / seconds, 1)
             self._target_tokens, self._interval_start = 0, None
         if self.max_tokens_per_batch and "train_samples_per_second" in logs and logs.get("train_runtime"):
@@ -225,6 +226,26 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             sentences = self.accelerator.reduce(counted, reduction="sum").item()  # once, at the end of training
             logs["train_samples_per_second"] = round(sentences / logs["train_runtime"], 3)
         super().log(logs, start_time)
+
+    def evaluate(self, *args, **kwargs):
+        with self._outside_training_time():
+            return super().evaluate(*args, **kwargs)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        with self._outside_training_time():
+            super()._save_checkpoint(model, trial)
+
+    @contextlib.contextmanager
+    def _outside_training_time(self):
+        """An evaluation or a checkpoint during training: its time is left out of `target_tokens_per_second`. The
+        device first finishes the training steps queued, whose time is training (no step waits on it otherwise)."""
+        if self.args.device.type != "cpu" and hasattr(torch, "accelerator"):
+            torch.accelerator.synchronize()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._seconds_outside_training += time.perf_counter() - start
 
     def floating_point_ops(self, inputs: dict) -> int:
         """The Trainer's estimate for `total_flos` (6 x source tokens x parameters outside the embeddings), with the
@@ -479,7 +500,7 @@ CHECKPOINT_COMPLETE = "checkpoint_complete.json"
 RESUMED_ARGUMENTS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "optim_args",
                      "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "label_smoothing_factor",
                      "max_grad_norm", "seed", "data_seed", "gradient_accumulation_steps", "per_device_train_batch_size",
-                     "max_tokens_per_batch")
+                     "max_tokens_per_batch", "bucket_shapes")
 """The training arguments a resumed run must keep: the optimizer's settings and the schedule are restored from the
 checkpoint (a changed --learning_rate was ignored while the model card reported it), and the others change the run's
 batches, their order or its loss from the step it resumes at."""

@@ -56,7 +56,7 @@ from .data import (
 )
 from .distributed import check_fsdp_launch, check_replicas_agree, fsdp_requested, holds_whole_fsdp_weights
 from .distributed import check_resumable as check_launch_resumes, whole_fsdp_weights_advice
-from .errors import InputError, first_line, one_line_errors
+from .errors import InputError, first_line, one_line_errors, sibling_script
 from .hub import (
     check_push_target,
     check_repo_model_type,
@@ -246,8 +246,9 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
         message = str(error).rstrip(".")
         if "doesn't support bf16/gpu" in message:  # the GPU recipes' --bf16, run where there is no GPU
-            message = ("--bf16 asks for a GPU and torch sees none here: leave --bf16 out to train in float32, or add "
-                       "--use_cpu to train in bf16 on the CPU")
+            flags = " and ".join(flag for flag in ("--bf16", "--bf16_full_eval") if flag[2:] in given) or "--bf16"
+            message = (f"{flags} asks for a GPU and torch sees none here: leave {flags} out to train and evaluate in "
+                       "float32, or add --use_cpu to use bf16 on the CPU")
         raise InputError(f"{message}. Fix that flag (`--help` describes every flag).") from error
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
@@ -359,6 +360,13 @@ def check_best_model_flags(training_args, data_args) -> None:
                 f"--metric_for_best_model {metric}: evaluation reports {', '.join(known)} (with or without eval_); "
                 "choose one of those."
             )
+    if training_args.load_best_model_at_end and training_args.do_train \
+            and training_args.eval_strategy == IntervalStrategy.NO:  # the Trainer keeps the last model, silently
+        raise InputError(
+            "--load_best_model_at_end keeps the checkpoint that scored best at an evaluation during training, and "
+            "this run evaluates none (--eval_strategy no): give --eval_strategy epoch or steps, with validation "
+            "data, or leave --load_best_model_at_end out."
+        )
     if training_args.load_best_model_at_end and training_args.average_last_checkpoints:
         raise InputError(
             "--load_best_model_at_end and --average_last_checkpoints both choose the run's model: pass "
@@ -685,8 +693,13 @@ def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
                 "it), or give the flags on the command line alone.")
     known = [option for action in parser._actions for option in action.option_strings]
     hints = []
-    for flag in (arg.split("=")[0] for arg in unknown if arg.startswith("--")):
-        close = RENAMED_FLAGS.get(flag.lstrip("-").replace("-", "_")) or next(
+    for index, arg in enumerate(unknown):
+        if not arg.startswith("--"):
+            continue
+        flag, _, value = arg.partition("=")
+        if not value and index + 1 < len(unknown) and not unknown[index + 1].startswith("--"):
+            value = unknown[index + 1]
+        close = RENAMED_FLAGS.get(flag.lstrip("-").replace("-", "_"), "").format(value=value or "0.1") or next(
             iter(difflib.get_close_matches(flag, known, n=1)), None)
         hints.append(f"{flag} (did you mean {close}?)" if close else flag)
     return (
@@ -697,7 +710,7 @@ def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
 
 RENAMED_FLAGS = {
     "group_by_length": "--train_sampling_strategy group_by_length",
-    "warmup_ratio": "--warmup_steps 0.1 (below 1, a fraction of the training steps)",
+    "warmup_ratio": "--warmup_steps {value} (below 1, a fraction of the training steps)",
     "logging_dir": "the TENSORBOARD_LOGGING_DIR environment variable",
     "evaluation_strategy": "--eval_strategy",
 }
@@ -895,7 +908,8 @@ def check_push_flags(training_args) -> None:
         raise InputError(
             f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no network or no name service), so "
             "the run could not be pushed at its end: train without --push_to_hub and push the saved run later, from "
-            f"a machine that reaches the Hub: python scripts/push_to_hub.py {training_args.output_dir} {repo_id}"
+            f"a machine that reaches the Hub: python {sibling_script('push_to_hub.py')} {training_args.output_dir} "
+            f"{repo_id}"
         )
     check_push_account(repo_id, training_args.hub_token, training_args.hub_revision)
 
@@ -1257,7 +1271,7 @@ def main(argv: list[str] | None = None) -> dict:
                     raise
                 raise InputError(
                     f"The run is saved in {output_dir}, but pushing it failed. {message} Push it once that is fixed: "
-                    f"python scripts/push_to_hub.py {output_dir} {repo_id}"
+                    f"python {sibling_script('push_to_hub.py')} {output_dir} {repo_id}"
                 ) from error
             print(f"Pushed {output_dir} to the Hub: {commit.commit_url}")
     if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -1294,16 +1308,8 @@ def where_the_run_is(output_dir: Path, translated_split: str | None) -> str:
             if (output_dir / name).is_file()]
     with_these = f", with its {', '.join(kept[:-1]) + ' and ' if len(kept) > 1 else ''}{kept[-1]}" if kept else ""
     return (f"The run's model, tokenizer and model card are in {output_dir}{with_these}. Translate a file with "
-            f"python {translate_script()} {output_dir} input.txt -o output.txt, or load the model with "
+            f"python {sibling_script('translate.py')} {output_dir} input.txt -o output.txt, or load the model with "
             f"AutoModelForSeq2SeqLM.from_pretrained({str(output_dir)!r}) after import hf_vanilla_transformer.")
-
-
-def translate_script() -> str:
-    """scripts/translate.py as the user reaches it: beside this run's script, as they typed its path."""
-    script = Path(sys.argv[0])
-    if script.name == "train_translation.py" and script.with_name("translate.py").is_file():
-        return str(script.with_name("translate.py"))
-    return "scripts/translate.py"
 
 
 def save_run_card(trainer, model, model_args, data_args, raw_datasets, metrics: dict,
@@ -1716,7 +1722,8 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
         if name == "optim":  # torch's AdamW, fused (the GPU default) or not, keeps the same state
             saved, given = (value.removesuffix("_fused") if isinstance(value, str) else value
                             for value in (saved, given))
-        if same_value(given, saved) or (name == "per_device_train_batch_size" and batched_by_tokens):
+        if same_value(given, saved) or (name == "per_device_train_batch_size" and batched_by_tokens) \
+                or (name == "bucket_shapes" and not batched_by_tokens):  # the padding alone, not the batches
             continue
         changed.append(f"--{name} {shown(given)} (the run's: {shown(saved)})")
         if name == "learning_rate":  # given or not: the paper's rate depends on --warmup_steps, a share of the steps
@@ -1767,6 +1774,8 @@ def same_value(given, saved) -> bool:
 def shown(value) -> str:
     """A flag's value as a user types it, whole: 100 for a float 100.0 (warmup_steps), 0.07905694150420949 for a
     computed learning rate (what the message shows is what resumes)."""
+    if isinstance(value, bool):
+        return str(value).lower()
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
@@ -1819,7 +1828,7 @@ def finish_without_training(checkpoint: str, training_args) -> str:
         return (f"Finish it without training: score its last checkpoint with --model_name_or_path {checkpoint} "
                 f"--do_train false --output_dir {new_folder(run / 'scored')}")
     averaged = new_folder(run / "averaged")
-    return (f"Finish it without training: average the last checkpoints (python scripts/average_checkpoints.py {run} "
+    return (f"Finish it without training: average the last checkpoints (python {sibling_script('average_checkpoints.py')} {run} "
             f"--last {count} --output_dir {averaged}) and score the average with --model_name_or_path "
             f"{averaged} --do_train false")
 
@@ -1843,7 +1852,7 @@ def decode_predictions(tokenizer, predictions) -> list[str]:
 
 
 def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:
-    if dataset is None or not translations:
+    if dataset is None or not translations or data_args.num_samples_to_print <= 0:
         return
     print(f"\nSample translations ({data_args.source_lang} -> {data_args.target_lang}):")
     for pair, hypothesis in list(zip(dataset["translation"], translations))[: data_args.num_samples_to_print]:

@@ -308,7 +308,10 @@ def test_the_gpu_recipes_bf16_on_a_cpu_says_what_to_do(tmp_path, monkeypatch, ca
     status, err = run_script("train_translation", "--output_dir", tmp_path, "--bf16", monkeypatch=monkeypatch,
                              capsys=capsys)
     assert status == 2 and "Traceback" not in err
-    assert "--bf16 asks for a GPU and torch sees none here: leave --bf16 out to train in float32" in err, err
+    assert "--bf16 asks for a GPU and torch sees none here: leave --bf16 out to train and evaluate in float32" in err
+    status, err = run_script("train_translation", "--output_dir", tmp_path, "--bf16_full_eval",
+                             monkeypatch=monkeypatch, capsys=capsys)  # the message named --bf16, not given
+    assert status == 2 and "--bf16_full_eval asks for a GPU and torch sees none here: leave --bf16_full_eval out" in err
 
 
 @pytest.mark.parametrize("name, text, expected", [
@@ -571,8 +574,8 @@ def test_training_script_with_a_push_and_no_network_stops_before_training(tmp_pa
     assert status == 2 and err.strip().splitlines()[-1] == (
         f"train_translation.py: error: --push_to_hub: the Hub ({hub.hub_host()}) cannot be reached from here (no "
         "network or no name service), so the run could not be pushed at its end: train without --push_to_hub and "
-        f"push the saved run later, from a machine that reaches the Hub: python scripts/push_to_hub.py {tmp_path / 'out'} "
-        "me/numbers")
+        "push the saved run later, from a machine that reaches the Hub: python "
+        f"{SCRIPTS / 'push_to_hub.py'} {tmp_path / 'out'} me/numbers")  # the scripts folder the user ran from
     assert not (tmp_path / "out").exists()  # before any work
 
 

@@ -130,7 +130,7 @@ def test_training_logs_give_the_target_tokens_a_second_of_training(tmp_path, mon
     from hf_vanilla_transformer import trainer as trainer_module
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
 
-    clock = [1000.0]  # seconds: each step takes 1, each evaluation 100
+    clock = [1000.0]  # seconds: each step takes 1, each evaluation 100, each checkpoint 50
     monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: clock[0])
     rng = np.random.default_rng(0)
     rows = [{"input_ids": rng.integers(3, 99, n).tolist() + [2], "labels": rng.integers(3, 99, m).tolist() + [2]}
@@ -138,25 +138,28 @@ def test_training_logs_give_the_target_tokens_a_second_of_training(tmp_path, mon
     model = VanillaTransformerForConditionalGeneration(tiny_config())
     args = TokenBatchingSeq2SeqTrainingArguments(
         tmp_path, max_tokens_per_batch=200, max_steps=6, gradient_accumulation_steps=2, logging_steps=3,
-        eval_strategy="steps", eval_steps=3, report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True)
+        eval_strategy="steps", eval_steps=2, save_strategy="steps", save_steps=2, report_to="none", use_cpu=True,
+        disable_tqdm=True)  # evaluations and saves between the logs, not only after them
     trainer = TokenBatchingSeq2SeqTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
                                           eval_dataset=Dataset.from_list(rows[:8]),
                                           data_collator=DataCollatorForSeq2Seq(tokenizer(), model=model))
-    trained, compute_loss, evaluate = [], trainer.compute_loss, trainer.evaluate
+    trained, compute_loss, save = [], trainer.compute_loss, trainer._save
 
     def counting_loss(model, inputs, *args, **kwargs):
         if model.training:
             trained.append((trainer.state.global_step, int(inputs["labels"].ne(-100).sum())))
         return compute_loss(model, inputs, *args, **kwargs)
 
-    def slow_evaluate(*args, **kwargs):
-        clock[0] += 100.0
-        return evaluate(*args, **kwargs)
+    def slow_save(*args, **kwargs):
+        clock[0] += 50.0
+        return save(*args, **kwargs)
+
+    def advance(seconds):
+        return lambda self, *args, **kwargs: clock.__setitem__(0, clock[0] + seconds)
 
     monkeypatch.setattr(trainer, "compute_loss", counting_loss)
-    monkeypatch.setattr(trainer, "evaluate", slow_evaluate)
-    trainer.add_callback(type("OneSecondSteps", (TrainerCallback,), {
-        "on_step_end": lambda self, *args, **kwargs: clock.__setitem__(0, clock[0] + 1.0)})())
+    monkeypatch.setattr(trainer, "_save", slow_save)
+    trainer.add_callback(type("Clock", (TrainerCallback,), {"on_step_end": advance(1.0), "on_evaluate": advance(100.0)}))
     trainer.train()
     logged = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert [entry["step"] for entry in logged] == [3, 6] and len(trained) == 12  # 2 batches a step

@@ -148,6 +148,24 @@ def test_resuming_with_other_training_flags_is_refused(uninterrupted, flags, sai
     assert said in str(error.value) and f"--model_name_or_path {checkpoint}" in str(error.value)
 
 
+def test_resuming_token_batches_with_bucket_shapes_switched_is_refused(uninterrupted, tmp_path):
+    """--bucket_shapes (on by default on a GPU) packs token batches as they will be padded: switched on resuming
+    (a GPU run resumed with --use_cpu), the epoch had other batches and the Trainer skipped the wrong ones."""
+    checkpoint = tmp_path / "checkpoint-100"
+    shutil.copytree(uninterrupted / "checkpoint-100", checkpoint)
+    record = json.loads((checkpoint / CHECKPOINT_COMPLETE).read_text())
+    record["arguments"].update(max_tokens_per_batch=1000, bucket_shapes=False)  # as a token-batched run saves it
+    (checkpoint / CHECKPOINT_COMPLETE).write_text(json.dumps(record))
+    _, data_args, training_args = parse_arguments(
+        ["--output_dir", str(tmp_path), *RUN, "--max_tokens_per_batch", "1000", "--bucket_shapes", "true"])
+    with pytest.raises(InputError, match=r"--bucket_shapes true \(the run's: false\)"):
+        check_same_run(str(checkpoint), training_args, data_args)
+    _, data_args, training_args = parse_arguments(["--output_dir", str(tmp_path), *RUN, "--bucket_shapes", "true"])
+    record["arguments"].update(max_tokens_per_batch=None)  # a batch size in sentences: the padding alone changes
+    (checkpoint / CHECKPOINT_COMPLETE).write_text(json.dumps(record))
+    check_same_run(str(checkpoint), training_args, data_args)
+
+
 def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp_path, caplog):
     """The flags the run started with resume, with AdamW fused (the GPU default) or not; other languages are
     refused (the checkpoint says it learned de -> en); other training data is a warning; a checkpoint saved by an

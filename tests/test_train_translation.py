@@ -172,6 +172,7 @@ def test_disable_tqdm_means_no_progress_bars_at_all(tmp_path):
     assert (tmp_path / "checkpoint-4").is_dir() and "'train_runtime'" in log
     for bar in ("Tokenizing", "Writing model shards", "%|"):
         assert bar not in log, bar
+    assert "Sample translations" not in log  # --num_samples_to_print 0: not even the heading
 
 
 def test_averaging_needs_checkpoints(tmp_path):
@@ -518,6 +519,10 @@ def test_a_warmup_fraction_gives_the_default_rate_of_its_steps(tmp_path):
      "--load_best_model_at_end and --average_last_checkpoints both choose the run's model"),
     (["--group_by_length", "true"], "--group_by_length (did you mean --train_sampling_strategy group_by_length?)"),
     (["--warmup_ratio", "0.1"], "--warmup_ratio (did you mean --warmup_steps 0.1 (below 1, a fraction"),
+    (["--warmup_ratio=0.25"], "--warmup_ratio (did you mean --warmup_steps 0.25 (below 1, a fraction"),  # was 0.1
+    (["--load_best_model_at_end", "true", "--eval_strategy", "no"],  # the last model kept, without a word
+     "--load_best_model_at_end keeps the checkpoint that scored best at an evaluation during training, and this run "
+     "evaluates none (--eval_strategy no)"),
     (["run.yaml", "--max_steps", "5"], "run.yaml looks like a file of flags: such a file must be the only argument"),
 ])
 def test_trainer_flags_that_would_fail_or_be_ignored_later_are_refused_at_once(tmp_path, flags, message):

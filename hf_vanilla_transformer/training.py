@@ -699,7 +699,8 @@ def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
         flag, _, value = arg.partition("=")
         if not value and index + 1 < len(unknown) and not unknown[index + 1].startswith("--"):
             value = unknown[index + 1]
-        close = RENAMED_FLAGS.get(flag.lstrip("-").replace("-", "_"), "").format(value=value or "0.1") or next(
+        hint = RENAMED_FLAGS.get(flag.lstrip("-").replace("-", "_"), "")
+        close = hint.format(value=value or "0.1") or next(  # the value given, where the hint shows one
             iter(difflib.get_close_matches(flag, known, n=1)), None)
         hints.append(f"{flag} (did you mean {close}?)" if close else flag)
     return (

@@ -59,7 +59,6 @@ from .distributed import check_resumable as check_launch_resumes, whole_fsdp_wei
 from .errors import InputError, first_line, one_line_errors, sibling_script
 from .hub import (
     check_push_target,
-    check_repo_model_type,
     hub_error_message,
     hub_host,
     hub_unreachable,

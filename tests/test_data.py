@@ -229,7 +229,7 @@ def test_validation_data_in_each_others_language_or_from_the_training_data_is_wa
     assert "% de ones) and its en side reads as de (" in swapped[0]
     assert "are its files or columns swapped?" in swapped[0]
     known = warnings_for(train[:30] + validation[:10])
-    assert known == [f"30 of the 40 validation pairs are training pairs too: its scores measure how well the model "
+    assert known == ["30 of the 40 validation pairs are training pairs too: its scores measure how well the model "
                      "remembers them more than how it translates. Hold out pairs that are not in the training data."]
     assert warnings_for(train[:3] + validation[:27]) == []  # a few in 30: as real corpora have
     assert warnings_for(train[:6] + [("", "")] * 30)[-1:] == [  # of the pairs scored: blank ones are not

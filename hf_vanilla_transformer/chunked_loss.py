@@ -70,7 +70,7 @@ def cross_entropy_sum(logits: torch.Tensor, labels: torch.Tensor, label_smoothin
 
     Under torch.compile the formula is written out instead: the compiler fuses the upcast into its softmax kernels,
     and the chunk loop would make it compile anew for every number of chunks. So it is under torch.func's transforms
-    (`grad`, `vmap`: per-example gradients), which take the formula's derivatives, not a gradient made in forward."""
+    (`torch.func.grad`), which take the formula's derivatives, not a gradient made in forward."""
     if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
         return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum", label_smoothing=label_smoothing)
     with_grad = torch.is_grad_enabled() and logits.requires_grad

@@ -46,10 +46,10 @@ INTERRUPTED_STATUS = 130
 
 
 def sibling_script(name: str) -> str:
-    """scripts/`name` as the user reaches it, for a command a message suggests: beside the running script (of this
-    package's scripts/) as they typed its path, else as from the repository's folder."""
+    """scripts/`name` as the user reaches it, for a command a message suggests: beside the running script (one of
+    this package's scripts) as they typed its path, else as from the repository's folder."""
     script = Path(sys.argv[0])
-    if script.parent.name == "scripts" and script.with_name(name).is_file():
+    if script.suffix == ".py" and script.with_name(name).is_file():  # also `python train_translation.py` in scripts/
         return str(script.with_name(name))
     return f"scripts/{name}"
 

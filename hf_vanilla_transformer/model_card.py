@@ -149,7 +149,7 @@ def create_model_card(
     `project_url`: the package's web page, linked where the card names it (default: the installed package's
     metadata's, where it has one).
     `metric_signatures`: the sacreBLEU signatures of the scores (`metrics.sacrebleu_signatures()` where they were
-    computed), stated under the results; left out when not given, since a card rendered later cannot know them.
+    computed), stated under the results; by default those `metrics` hold (`eval_bleu_signature`, ...), where any.
     `run_recorded=False`: the training run left no record of its data and settings (a checkpoint pushed before its
     run finished): the card says so rather than guessing them from the figures it has.
     `split_sizes`: split ("train", "validation", "test") -> (pairs kept, pairs in the split) for the splits that the
@@ -166,6 +166,10 @@ def create_model_card(
     config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
     if metrics is None:
         metrics = _read_json(model_dir / "all_results.json", optional=True)
+    if metric_signatures is None and metrics:  # a run's results files hold them beside the scores
+        found = {name: metrics.get(f"{prefix}_{name}_signature") for prefix in ("predict", "eval")
+                 for name in ("bleu", "chrf") if metrics.get(f"{prefix}_{name}_signature")}
+        metric_signatures = found if len(found) == 2 else None
     repo_id = repo_id or str(model_dir)
     model_name = model_name or repo_id.rstrip("/").split("/")[-1]
     split_sizes = _cut_splits(split_sizes)

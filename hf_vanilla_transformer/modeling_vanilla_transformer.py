@@ -162,14 +162,14 @@ def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) 
         )
 
 
-def sinusoidal_encoding(positions: torch.Tensor, d_model: int) -> torch.Tensor:
+def sinusoidal_encoding(positions: torch.Tensor, d_model: int, dtype: torch.dtype | None = None) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)) [3.5]."""
     exponents = torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float32) / d_model
     angles = positions.to(torch.float32)[:, None] / 10000.0**exponents
     # interleaved (sin, cos) pairs; no size read from the tensor, so that torch.export keeps the length dynamic. In
-    # the default dtype, as a model made under another one (from_pretrained's dtype=) makes its tensors.
+    # `dtype`, else the default one, as a model made under another one (from_pretrained's dtype=) makes its tensors.
     encoding = torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(-2)[:, :d_model]
-    return encoding.to(torch.get_default_dtype())
+    return encoding.to(dtype or torch.get_default_dtype())
 
 
 class VanillaTransformerPositionalEncoding(nn.Module):
@@ -187,8 +187,8 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         dtype = self.table.dtype
         super()._apply(fn, recurse)
         if self.table.dtype != dtype and self.table.is_floating_point() and not self.table.is_meta:
-            positions = torch.arange(len(self.table), device=self.table.device)
-            self.table = sinusoidal_encoding(positions, self.d_model).to(self.table.dtype)
+            table = sinusoidal_encoding(torch.arange(len(self.table)), self.d_model, torch.float32)  # as made
+            self.table = table.to(self.table.device, self.table.dtype)
         return self
 
     def forward(

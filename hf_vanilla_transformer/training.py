@@ -245,9 +245,10 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
         message = str(error).rstrip(".")
         if "doesn't support bf16/gpu" in message:  # the GPU recipes' --bf16, run where there is no GPU
-            flags = " and ".join(flag for flag in ("--bf16", "--bf16_full_eval") if flag[2:] in given) or "--bf16"
-            message = (f"{flags} asks for a GPU and torch sees none here: leave {flags} out to train and evaluate in "
-                       "float32, or add --use_cpu to use bf16 on the CPU")
+            flags = [flag for flag in ("--bf16", "--bf16_full_eval") if flag[2:] in given] or ["--bf16"]
+            message = (f"{' and '.join(flags)} ask{'s' if len(flags) == 1 else ''} for a GPU and torch sees none "
+                       f"here: leave {' and '.join(flags)} out to train and evaluate in float32, or add --use_cpu to "
+                       "use bf16 on the CPU")
         raise InputError(f"{message}. Fix that flag (`--help` describes every flag).") from error
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
@@ -359,12 +360,14 @@ def check_best_model_flags(training_args, data_args) -> None:
                 f"--metric_for_best_model {metric}: evaluation reports {', '.join(known)} (with or without eval_); "
                 "choose one of those."
             )
-    if training_args.load_best_model_at_end and training_args.do_train \
-            and training_args.eval_strategy == IntervalStrategy.NO:  # the Trainer keeps the last model, silently
-        raise InputError(
+    named = named_splits(data_args)
+    if training_args.load_best_model_at_end and training_args.do_train and (
+            training_args.eval_strategy == IntervalStrategy.NO or (named is not None and "validation" not in named)):
+        raise InputError(  # the Trainer would keep the last model, without a word
             "--load_best_model_at_end keeps the checkpoint that scored best at an evaluation during training, and "
-            "this run evaluates none (--eval_strategy no): give --eval_strategy epoch or steps, with validation "
-            "data, or leave --load_best_model_at_end out."
+            "this run evaluates none (--eval_strategy no, or no validation data): give --eval_strategy epoch or "
+            "steps and validation data (--validation_prefix or --validation_file), or leave --load_best_model_at_end "
+            "out."
         )
     if training_args.load_best_model_at_end and training_args.average_last_checkpoints:
         raise InputError(
@@ -471,7 +474,7 @@ def check_phases(model_args: ModelArguments, data_args: DataArguments, training_
         if training_args.push_to_hub:
             raise InputError(
                 "--push_to_hub pushes the model this run trains, but it does not train (--do_train false): push a "
-                "saved model with `python scripts/push_to_hub.py MODEL_DIR REPO_ID`."
+                f"saved model with `python {sibling_script('push_to_hub.py')} MODEL_DIR REPO_ID`."
             )
     if training_args.max_steps < -1:  # the Trainer reads any negative value as -1, the default: train by epochs
         raise InputError(
@@ -704,7 +707,7 @@ def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
         hints.append(f"{flag} (did you mean {close}?)" if close else flag)
     return (
         f"Unknown arguments: {' '.join(hints) if hints else ' '.join(unknown)}. `python "
-        "scripts/train_translation.py --help` lists every flag."
+        f"{sibling_script('train_translation.py')} --help` lists every flag."
     )
 
 
@@ -1215,7 +1218,8 @@ def main(argv: list[str] | None = None) -> dict:
             raise KeyboardInterrupt(not_scored(training_args.output_dir)) from None
 
     # Validation and test are translated once each: the last one's translations are written out and shown.
-    translations, samples_split, signatures = [], None, None
+    translations, samples_split = [], None
+    signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize)  # how every split is scored
     for split, prefix in (("validation", "eval"), ("test", "predict")):
         if split not in tokenized:
             continue
@@ -1233,7 +1237,6 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.log_metrics(prefix, metrics)
         # the results files say how their scores were computed, as the card does: a score is comparable only with
         # its signature beside it (a run that only scores writes no card)
-        signatures = sacrebleu_signatures(bleu_tokenize=data_args.bleu_tokenize)
         trainer.save_metrics(prefix, {**metrics, **{f"{prefix}_{name}_signature": signature
                                                     for name, signature in signatures.items()}})
         all_metrics.update(metrics)
@@ -1250,6 +1253,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if trainer.is_world_process_zero():
         output_dir = Path(training_args.output_dir)
+        signatures = signatures if samples_split else None  # of the scores, where there are any
         if training_args.do_train:  # a model evaluated without training keeps the card it came with
             save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, signatures,
                           split_sizes=split_sizes)

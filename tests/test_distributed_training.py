@@ -128,6 +128,9 @@ def test_two_machines_train_one_model_and_rank_0_alone_writes_it(two_machines):
     assert len((out / "generated_predictions.txt").read_text().splitlines()) == 7  # each test sentence once
     # DDP no longer searches the autograd graph for unused parameters every step
     assert "find_unused_parameters=True" not in log0 + log1
+    # every training log read both processes' token counts (a collective each rank joins at the same steps)
+    logged = [entry for entry in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in entry]
+    assert logged and all(entry["target_tokens_per_second"] > 0 for entry in logged)
 
 
 def test_two_machines_score_as_one_process_does(two_machines, tmp_path, capsys):

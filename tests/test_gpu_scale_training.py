@@ -4,6 +4,8 @@ defaults of the training script, and --torch_compile without a recompile per ste
 import json
 import subprocess
 import sys
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -131,7 +133,7 @@ def test_training_logs_give_the_target_tokens_a_second_of_training(tmp_path, mon
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
 
     clock = [1000.0]  # seconds: each step takes 1, each evaluation 100, each checkpoint 50
-    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(perf_counter=lambda: clock[0], time=time.time))
     rng = np.random.default_rng(0)
     rows = [{"input_ids": rng.integers(3, 99, n).tolist() + [2], "labels": rng.integers(3, 99, m).tolist() + [2]}
             for n, m in rng.integers(1, 20, (200, 2))]

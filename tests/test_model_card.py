@@ -372,6 +372,11 @@ def test_the_scores_sacrebleu_signatures_are_stated_when_known(model_dir):
     # a card rendered from a folder's metrics alone does not claim the settings or version they were computed with
     alone = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).text
     assert "signature" not in alone and "tokenization" not in alone
+    # unless the metrics hold them, as a run's results files do now (all_results.json: a folder's card, rendered
+    # again without its saved inputs, once left them out)
+    recorded = {**METRICS, **{f"eval_{name}_signature": signature for name, signature in signatures.items()}}
+    again = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=recorded).text
+    assert f"sacreBLEU signatures: BLEU `{signatures['bleu']}`, chrF\n`{signatures['chrf']}`." in again
 
 
 def python_blocks(text: str) -> list[str]:

@@ -522,7 +522,9 @@ def test_a_warmup_fraction_gives_the_default_rate_of_its_steps(tmp_path):
     (["--warmup_ratio=0.25"], "--warmup_ratio (did you mean --warmup_steps 0.25 (below 1, a fraction"),  # was 0.1
     (["--load_best_model_at_end", "true", "--eval_strategy", "no"],  # the last model kept, without a word
      "--load_best_model_at_end keeps the checkpoint that scored best at an evaluation during training, and this run "
-     "evaluates none (--eval_strategy no)"),
+     "evaluates none (--eval_strategy no, or no validation data)"),
+    (["--load_best_model_at_end", "true", "--train_prefix", "data/train", "--source_lang", "de", "--target_lang",
+      "en"], "--load_best_model_at_end keeps the checkpoint that scored best"),  # no validation data: no evaluation
     (["run.yaml", "--max_steps", "5"], "run.yaml looks like a file of flags: such a file must be the only argument"),
 ])
 def test_trainer_flags_that_would_fail_or_be_ignored_later_are_refused_at_once(tmp_path, flags, message):

@@ -1279,6 +1279,9 @@ def main(argv: list[str] | None = None) -> dict:
                 ) from error
             print(f"Pushed {output_dir} to the Hub: {commit.commit_url}")
     if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # every process done first (rank 0 writes the card and pushes last): a process that tore its group down and
+        # exited while another still ran was once aborted in gloo's teardown, and the other waited for it until killed
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()  # as torch asks of a distributed program before it exits
     return all_metrics
 

@@ -74,7 +74,7 @@ def _open_binary(path: Path) -> BinaryIO:
 def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
     """Decode one line as UTF-8, stripped of surrounding whitespace; raise InputError saying where and how to fix
     (bytes that are not UTF-8, or old Mac line ends: carriage returns alone)."""
-    if raw.removesuffix(b"\n").removesuffix(b"\r").count(b"\r") >= 2:  # one may be a stray; two are line ends
+    if has_cr_line_ends(raw.removesuffix(b"\n").removesuffix(b"\r")):
         raise InputError(cr_line_ends_message(path, line_number))
     try:
         text = raw.decode("utf-8")
@@ -127,6 +127,12 @@ def utf16_encoding(line: bytes) -> str | None:
         if len(line) >= 4 and nul_bytes.count(0) == len(nul_bytes) and 0 not in text:
             return encoding
     return None
+
+
+def has_cr_line_ends(line: str | bytes) -> bool:
+    """Whether a line read at line feeds (its own line end removed) holds old Mac line ends, carriage returns alone:
+    one inside a line may be a stray; two are line ends."""
+    return line.count("\r" if isinstance(line, str) else b"\r") >= 2
 
 
 def cr_line_ends_message(path: Path | str, line_number: int) -> str:

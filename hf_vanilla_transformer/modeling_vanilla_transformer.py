@@ -219,7 +219,8 @@ def eager_attention_forward(
     dropout: float = 0.0,
     **kwargs,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scaled dot-product attention [3.2.1]: softmax(QK^T / sqrt(d_k) + mask) V, written out."""
+    """Scaled dot-product attention [3.2.1]: softmax(QK^T / sqrt(d_k) + mask) V, written out (with dropout on the
+    weights where `attention_dropout` asks for it, which the paper does not)."""
     scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
     if attention_mask is not None:
         scores = scores + attention_mask
@@ -321,7 +322,7 @@ class VanillaTransformerFeedForward(nn.Module):
 
 
 class VanillaTransformerResidualLayer(GradientCheckpointingLayer):
-    """A layer of residual blocks [5.3]: post-LN LayerNorm(x + Dropout(Sublayer(x))) as in the paper, or pre-LN
+    """A layer of residual blocks [3.1; dropout 5.4]: post-LN LayerNorm(x + Dropout(Sublayer(x))) as in the paper, or pre-LN
     x + Dropout(Sublayer(LayerNorm(x))) with `normalize_before`."""
 
     def __init__(self, config: VanillaTransformerConfig):
@@ -447,7 +448,7 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__(config)
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.embed_positions = VanillaTransformerPositionalEncoding(config)
         self.dropout = config.dropout  # fixed when the model is made, as every layer's (a later config edit: save, load)
@@ -550,7 +551,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
     ) -> BaseModelOutputWithPastAndCrossAttentions:
         if encoder_hidden_states is None:
             raise ValueError("The decoder needs `encoder_hidden_states`, the encoder output it attends to.")
-        if use_cache and self.training and self.layers[0].gradient_checkpointing:
+        if use_cache and self.training and torch.is_grad_enabled() and self.layers[0].gradient_checkpointing:
             use_cache = False  # checkpointed layers fill no cache (GradientCheckpointingLayer drops it): none returned
         if use_cache and cache is None:
             cache = EncoderDecoderCache(DynamicCache(config=self.config), DynamicCache(config=self.config))
@@ -616,7 +617,8 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
     def __init__(self, config: VanillaTransformerConfig):
         config.check_values()  # fields set after the config was made (config.d_model = 30) are checked here too
         super().__init__(config)
-        self.shared = nn.Embedding(config.vocab_size, config.d_model, config.pad_token_id)
+        # padding_idx: the pad row starts at zero and gets no gradient (not in the paper; as Marian's, fairseq's)
+        self.shared = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
         self.encoder = VanillaTransformerEncoder(config)
         self.decoder = VanillaTransformerDecoder(config)
         self.post_init()
@@ -706,7 +708,8 @@ def _same_storage(first: torch.Tensor, second: torch.Tensor) -> bool:
 
 
 PAPER_DECODING = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}
-"""Beam search with beam size 4 and length penalty 0.6 [6.1]."""
+"""Beam search with beam size 4 and length penalty 0.6 [6.1], transformers' penalty `score / length^0.6` (the paper's,
+GNMT's `((5 + length) / 6)^0.6`, is not one a generation config can choose)."""
 
 
 class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedModel, GenerationMixin):
@@ -1030,10 +1033,7 @@ def check_one_target_per_source(labels, input_ids, inputs_embeds, encoder_output
 
 def encoder_output_length(encoder_outputs) -> int | None:
     """The source length of an encoder output passed to `generate()` (a BaseModelOutput or a tuple), if any."""
-    if encoder_outputs is None:
-        return None
-    hidden = encoder_outputs[0] if isinstance(encoder_outputs, (tuple, list)) else encoder_outputs.last_hidden_state
-    return hidden.shape[1]
+    return None if encoder_outputs is None else encoder_outputs[0].shape[1]
 
 
 def translation_loss(
@@ -1042,16 +1042,16 @@ def translation_loss(
     num_items_in_batch: int | torch.Tensor | None = None,
     label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Mean token cross-entropy over labels that are not -100 (0, not NaN, when there are none), with label smoothing
-    [5.4] as the Trainer's `LabelSmoother` computes it; in float32, a chunk of tokens at a time (`chunked_loss.py`)."""
+    """Token cross-entropy summed over labels that are not -100 and divided by their number, or by
+    `num_items_in_batch` where the Trainer gives it (the tokens of all the micro-batches of a step); 0, not NaN, with
+    no tokens. Label smoothing [5.4] as the Trainer's `LabelSmoother` computes it; in float32, a chunk of tokens at a
+    time (`chunked_loss.py`)."""
     labels = labels.to(logits.device)
     if labels.shape != logits.shape[:-1]:
         raise ValueError(f"`labels` has shape {tuple(labels.shape)}, expected (batch, target_length) = {tuple(logits.shape[:-1])}.")
     total = cross_entropy_sum(logits.flatten(0, 1), labels.flatten(), label_smoothing)
     count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
-    if isinstance(count, torch.Tensor):
-        return total / count.to(total.device).clamp(min=1)
-    return total / max(count, 1)
+    return total / torch.as_tensor(count, device=total.device).clamp(min=1)
 
 
 __all__ = [

@@ -341,6 +341,10 @@ def test_gradient_checkpointing_in_training_returns_no_cache(batch):
     assert getattr(model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True), CACHE_NAME) is None
     model.eval()
     assert getattr(model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True), CACHE_NAME) is not None
+    model.train()  # without gradients no layer is checkpointed, and the cache is filled, as transformers' layers do
+    with torch.no_grad():
+        cache = getattr(model(**sources, decoder_input_ids=batch["labels"][:, :2], use_cache=True), CACHE_NAME)
+    assert cache is not None and cache.get_seq_length() == 2
 
 
 def test_loss_ignores_minus_100_labels(batch):

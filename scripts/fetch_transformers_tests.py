@@ -27,6 +27,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from filelock import FileLock
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE = REPO_ROOT / "third_party"
 MARKER = ".fetched.json"
@@ -94,7 +96,15 @@ def fetch(version: str | None = None, cache: Path = DEFAULT_CACHE, force: bool =
     root = sdist_dir(version, cache)
     if is_fetched(version, cache) and not force:
         return root / "tests"
+    cache.mkdir(parents=True, exist_ok=True)
+    # the test processes of `pytest -n 2` each import the test module that fetches: one fetches, the other waits
+    with FileLock(cache / f"transformers-{version}.lock"):
+        if is_fetched(version, cache) and not force:
+            return root / "tests"
+        return _fetch(version, root, force, quiet)
 
+
+def _fetch(version: str, root: Path, force: bool, quiet: bool) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     tarball = root / f"transformers-{version}.tar.gz"
     if force or not tarball.is_file():

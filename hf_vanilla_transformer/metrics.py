@@ -85,10 +85,15 @@ def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) 
 
 
 def compute_translation_metrics(
-    predictions: Sequence[str], references: Sequence[str] | Sequence[Sequence[str]], *, bleu_tokenize: str = "13a"
+    predictions: Sequence[str],
+    references: Sequence[str] | Sequence[Sequence[str]],
+    *,
+    bleu_tokenize: str = "13a",
+    **bleu_options,
 ) -> dict[str, float]:
     """Corpus BLEU and chrF (sacrebleu defaults; BLEU's tokenization `bleu_tokenize`, see `bleu_tokenizer`) of
-    detokenized predictions against references.
+    detokenized predictions against references. `bleu_options` are other settings of `sacrebleu.BLEU`
+    (`lowercase=True`, `smooth_method=...`): this package's own scores keep its defaults.
 
     `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
     """
@@ -98,14 +103,14 @@ def compute_translation_metrics(
     if not predictions:
         raise ValueError("No predictions to score: give at least one translation and its reference.")
     reference_streams = _reference_streams(references)
-    metrics = _metrics(bleu_tokenize)
+    metrics = _metrics(bleu_tokenize, **bleu_options)
     return {name: metric.corpus_score(predictions, reference_streams).score for name, metric in metrics.items()}
 
 
-def _metrics(bleu_tokenize: str) -> dict:
+def _metrics(bleu_tokenize: str, **bleu_options) -> dict:
     """The metrics, each with sacrebleu's default settings but BLEU's tokenization (exponential smoothing; chrF's
-    character n-grams need no tokenization)."""
-    return {"bleu": sacrebleu.BLEU(tokenize=bleu_tokenize), "chrf": sacrebleu.CHRF()}
+    character n-grams need no tokenization) and any other BLEU settings given."""
+    return {"bleu": sacrebleu.BLEU(tokenize=bleu_tokenize, **bleu_options), "chrf": sacrebleu.CHRF()}
 
 
 def check_sentence_lists(predictions, references) -> None:

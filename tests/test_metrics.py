@@ -210,7 +210,8 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse_network)
     metric = evaluate.load(BLEU_CHRF_METRIC_PATH, cache_dir=str(tmp_path / "cache"))
     scores = metric.compute(predictions=HYPOTHESES, references=REFERENCES)
-    assert scores == pytest.approx(compute_translation_metrics(HYPOTHESES, REFERENCES))
+    expected = compute_translation_metrics(HYPOTHESES, REFERENCES)
+    assert scores == pytest.approx({**expected, "score": expected["bleu"]})
     multi = metric.compute(predictions=HYPOTHESES, references=[[r, h] for r, h in zip(REFERENCES, HYPOTHESES)])
     assert multi["bleu"] == pytest.approx(100.0)
     with pytest.raises(ValueError, match="No predictions to score"):  # evaluate failed inside: IndexError
@@ -220,6 +221,14 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     metric.add_batch(predictions=HYPOTHESES, references=REFERENCES)
     assert metric.compute() == pytest.approx(scores)
     assert metric.compute(predictions=CHINESE, references=CHINESE, bleu_tokenize="zh")["bleu"] == pytest.approx(100)
+    # in place of evaluate.load("sacrebleu"), as transformers' run_translation.py uses it: its key and settings
+    shouted = [h.upper() for h in HYPOTHESES]
+    lowercased = metric.compute(predictions=shouted, references=[[r] for r in REFERENCES], lowercase=True)
+    assert lowercased["score"] == pytest.approx(scores["bleu"])
+    assert lowercased["score"] == pytest.approx(sacrebleu.corpus_bleu(shouted, [REFERENCES], lowercase=True).score)
+    assert metric.compute(predictions=CHINESE, references=CHINESE, tokenize="zh")["score"] == pytest.approx(100)
+    with pytest.raises(ValueError, match="one setting"):
+        metric.compute(predictions=CHINESE, references=CHINESE, tokenize="zh", bleu_tokenize="13a")
 
 
 def test_metric_module_and_card_template_are_package_data():

@@ -1,4 +1,8 @@
-"""`evaluate` metric: corpus BLEU and chrF through sacrebleu; `evaluate.load(<path of this file>)` works offline."""
+"""`evaluate` metric: corpus BLEU and chrF through sacrebleu; `evaluate.load(<path of this file>)` works offline.
+
+It stands in for `evaluate.load("sacrebleu")` (which needs the Hub), as in transformers' translation example: BLEU is
+also `score`, and sacrebleu's BLEU settings (`tokenize`, `lowercase`, `smooth_method`, ...) are taken as that
+metric takes them."""
 
 import datasets
 import evaluate
@@ -10,10 +14,12 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of translations, one string each.
     references: one reference string per prediction, or a list of reference strings per prediction.
-    bleu_tokenize: sacrebleu's tokenization for BLEU, default "13a" ("zh" for Chinese, "ja-mecab" for Japanese,
-        "char", ...; `hf_vanilla_transformer.metrics.bleu_tokenizer(target_lang)` chooses as sacrebleu's -l does).
+    bleu_tokenize (or tokenize, as evaluate's sacrebleu names it): sacrebleu's tokenization for BLEU, default "13a"
+        ("zh" for Chinese, "ja-mecab" for Japanese, "char", ...; `hf_vanilla_transformer.metrics.bleu_tokenizer(
+        target_lang)` chooses as sacrebleu's -l does).
+    lowercase, smooth_method, smooth_value, force, use_effective_order: sacrebleu.BLEU's settings, its defaults.
 Returns:
-    bleu: corpus BLEU (0-100). chrf: corpus chrF (0-100).
+    bleu: corpus BLEU (0-100), also as `score` (evaluate's sacrebleu's name). chrf: corpus chrF (0-100).
 """
 _CITATION = """@inproceedings{post-2018-call, title={A Call for Clarity in Reporting {BLEU} Scores},
 author={Post, Matt}, booktitle={Proceedings of the Third Conference on Machine Translation}, year={2018}}"""
@@ -45,6 +51,11 @@ class BleuChrf(evaluate.Metric):
             raise ValueError("No predictions to score: give at least one translation and its reference.")
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references, bleu_tokenize: str = "13a") -> dict:
+    def _compute(self, predictions, references, bleu_tokenize: str | None = None, tokenize: str | None = None,
+                 **bleu_options) -> dict:
         """Corpus BLEU and chrF."""
-        return compute_translation_metrics(predictions, references, bleu_tokenize=bleu_tokenize)
+        if bleu_tokenize is not None and tokenize is not None and bleu_tokenize != tokenize:
+            raise ValueError(f"bleu_tokenize={bleu_tokenize!r} and tokenize={tokenize!r} are one setting: give one.")
+        tokenization = bleu_tokenize or tokenize or "13a"
+        scores = compute_translation_metrics(predictions, references, bleu_tokenize=tokenization, **bleu_options)
+        return {**scores, "score": scores["bleu"]}

@@ -17,7 +17,8 @@ from transformers import GenerationConfig, MarianMTModel
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .errors import InputError
-from .modeling_vanilla_transformer import PAPER_DECODING, VanillaTransformerForConditionalGeneration
+from .generation import PAPER_DECODING
+from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from .errors import first_line
-from .modeling_vanilla_transformer import PAPER_DECODING
+from .generation import PAPER_DECODING
 
 logger = logging.getLogger(__name__)
 

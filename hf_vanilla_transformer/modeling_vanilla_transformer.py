@@ -5,9 +5,12 @@ source ids -> shared embedding * sqrt(d_model) [3.4] + sinusoidal encoding [3.5]
 (self-attention, feed-forward; each in a residual block) = memory. Target ids shifted right -> the same embedding and
 encoding at the cached offset -> N decoder layers (masked self-attention, cross-attention over memory,
 feed-forward) -> pre-softmax projection tied to the embedding -> logits.
+
+What is not the paper lives beside this file, imported relatively so that `save_pretrained` ships it: the checks of
+the inputs (`input_checks.py`), what `generate()` adds to transformers' (`generation.py`), the loss's float32 chunks
+(`chunked_loss.py`) and the CPU's packed matrix multiplications (`packed_linear.py`).
 """
 
-import copy
 import inspect
 import math
 from collections.abc import Callable
@@ -19,8 +22,6 @@ from torch import nn
 from transformers import initialization as init
 from transformers.activations import ACT2FN
 from transformers.cache_utils import Cache, DynamicCache, EncoderDecoderCache
-from transformers.generation import GenerationMixin
-from transformers.generation.stopping_criteria import MaxLengthCriteria
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import (
@@ -32,14 +33,16 @@ from transformers.modeling_outputs import (
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, PreTrainedModel
 from transformers.processing_utils import Unpack
 from transformers.pytorch_utils import id_tensor_storage
-from transformers.utils import TransformersKwargs, can_return_tuple, is_torchdynamo_compiling
+from transformers.utils import TransformersKwargs, can_return_tuple
 from transformers.utils.deprecation import deprecate_kwarg
 from transformers.utils.generic import merge_with_config_defaults
 from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .chunked_loss import cross_entropy_sum
 from .configuration_vanilla_transformer import VanillaTransformerConfig
-from .packed_linear import PrepackedLinear, forget_edited_packed_weights
+from .generation import TranslationGenerationMixin
+from .input_checks import check_labels, check_mask, check_one_target_per_source, check_token_ids, may_skip_mask
+from .packed_linear import PrepackedLinear, forget_weights_edited_before_new_input
 
 # transformers 5.24 renamed the KV cache `past_key_values` to `cache`: in the forward arguments generate() passes, in
 # the output classes and in the mask helpers. The model speaks the installed release's name and takes either: the old
@@ -49,117 +52,6 @@ CACHE_NAME = "cache" if "cache" in inspect.signature(create_causal_mask).paramet
 takes_past_key_values = deprecate_kwarg(
     "past_key_values", "6.0.0" if CACHE_NAME == "cache" else "5.0.0", new_name="cache"
 )
-
-
-def on_host(tensor: torch.Tensor) -> bool:
-    """Whether reading the tensor's values is free. On an accelerator it waits for the device (a host-device sync,
-    which stalls training and breaks CUDA graphs): there the checks below run on the device instead, and the
-    training script checks its data where it makes it."""
-    return tensor.device.type == "cpu"
-
-
-def may_skip_mask(padding_mask: torch.Tensor | None) -> bool:
-    """transformers drops a padding mask without padding (so SDPA can pick its fastest kernel) after reading all of
-    it; on an accelerator that read is a sync, so there the mask is kept."""
-    return padding_mask is None or on_host(padding_mask)
-
-
-def forget_weights_edited_before_new_input(
-    module: nn.Module, inputs: torch.Tensor | None, cache: Cache | None = None
-) -> None:
-    """`forget_edited_packed_weights` for a part of the model that starts on new input: the encoder at every call,
-    the decoder and the output projection at the first position of a decoding (an empty cache, or none: every
-    forward that scores whole targets). So `generate()` and a hand-written decoding loop on a given encoder output
-    see a weight edited through `.data` since the last call. Skipped where nothing is packed (training, torch.compile,
-    off the CPU), so that a static cache's length is never read from an accelerator."""
-    if module.training or is_torchdynamo_compiling() or inputs is None or not on_host(inputs):
-        return
-    if cache is None or int(cache.get_seq_length()) == 0:
-        forget_edited_packed_weights(module)
-
-
-def check_is_tensor(name: str, value) -> None:
-    """Inputs are torch tensors: a ValueError saying how to get them (the tokenizer's lists, or numpy arrays, fail
-    deep inside torch or transformers otherwise)."""
-    if not isinstance(value, torch.Tensor):
-        module = type(value).__module__.split(".")[0]
-        kind = type(value).__name__ if module == "builtins" else f"{module}.{type(value).__name__}"
-        raise ValueError(
-            f"`{name}` must be a torch tensor, got a {kind}: call the tokenizer with return_tensors=\"pt\", or "
-            "convert it with torch.as_tensor."
-        )
-
-
-def check_ids_shape(name: str, ids) -> None:
-    """Ids are a tensor of integers of shape (batch, length > 0)."""
-    check_is_tensor(name, ids)
-    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
-        raise ValueError(f"`{name}` must hold integer token ids (torch.long), got dtype {ids.dtype}.")
-    if ids.dim() != 2:
-        hint = ": add the batch dimension (`ids[None]`), or tokenize a list of sentences" if ids.dim() == 1 else ""
-        raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}{hint}.")
-    if ids.shape[1] == 0:
-        raise ValueError(f"`{name}` is empty (length 0): every sequence needs at least one token.")
-    if ids.shape[0] == 0:
-        raise ValueError(f"`{name}` is an empty batch (0 sequences): give at least one sentence.")
-
-
-def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
-    """Token ids are integers in [0, vocab_size) of shape (batch, length > 0): a ValueError saying so, not an
-    IndexError deep inside torch. One min/max reduction; skipped under torch.compile."""
-    check_ids_shape(name, ids)
-    if ids.numel() == 0 or is_torchdynamo_compiling():
-        return
-    low, high = torch.aminmax(ids)
-    outside = (low < 0) | (high >= vocab_size)
-    if not on_host(ids):
-        torch._assert_async(~outside, f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}]")
-    elif outside:
-        raise ValueError(
-            f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}] (min {low.item()}, max {high.item()}): "
-            "encode the text with this model's tokenizer, or check `config.vocab_size`."
-        )
-
-
-def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
-    """Labels are token ids in [0, vocab_size) or -100 (left out of the loss), of shape (batch, length)."""
-    check_is_tensor("labels", labels)
-    if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
-        raise ValueError(f"`labels` must hold integer token ids (torch.long), got dtype {labels.dtype}.")
-    if labels.dim() != 2:
-        raise ValueError(f"`labels` must have shape (batch, length), got {tuple(labels.shape)}.")
-    if is_torchdynamo_compiling():
-        return
-    valid = (labels == -100) | ((labels >= 0) & (labels < vocab_size))
-    if not on_host(labels):
-        torch._assert_async(valid.all(), f"`labels` must be token ids in [0, {vocab_size - 1}] or -100")
-    elif not valid.all():
-        bad = labels[~valid].unique()
-        hint = (  # a tokenizer larger than the model's vocabulary: a first model built by hand
-            f"ids of {vocab_size} and above come from a tokenizer larger than the model's vocabulary: build the "
-            "model with vocab_size=len(tokenizer), or encode the targets with this model's tokenizer"
-            if (bad >= vocab_size).any() else "pad labels with -100 (as DataCollatorForSeq2Seq does), not another value"
-        )
-        raise ValueError(
-            f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values {bad[:5].tolist()}: "
-            f"{hint}."
-        )
-
-
-def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) -> None:
-    """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared. Skipped under
-    torch.compile, where a static cache's length is a tensor."""
-    if mask is None:
-        return
-    check_is_tensor(name, mask)
-    if mask.dim() == 4 or is_torchdynamo_compiling():
-        return
-    expected = tuple(int(size) for size in expected)
-    if tuple(mask.shape) != expected:
-        raise ValueError(
-            f"`{name}` has shape {tuple(mask.shape)} but must be (batch, length) = {expected}: 1 for tokens to "
-            "attend to, 0 for padding."
-        )
 
 
 def sinusoidal_encoding(positions: torch.Tensor, d_model: int, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -322,8 +214,8 @@ class VanillaTransformerFeedForward(nn.Module):
 
 
 class VanillaTransformerResidualLayer(GradientCheckpointingLayer):
-    """A layer of residual blocks [3.1; dropout 5.4]: post-LN LayerNorm(x + Dropout(Sublayer(x))) as in the paper, or pre-LN
-    x + Dropout(Sublayer(LayerNorm(x))) with `normalize_before`."""
+    """A layer of residual blocks [3.1; dropout 5.4]: post-LN LayerNorm(x + Dropout(Sublayer(x))) as in the paper,
+    or pre-LN x + Dropout(Sublayer(LayerNorm(x))) with `normalize_before`."""
 
     def __init__(self, config: VanillaTransformerConfig):
         super().__init__()
@@ -451,7 +343,7 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
         self.embed_scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.embed_positions = VanillaTransformerPositionalEncoding(config)
-        self.dropout = config.dropout  # fixed when the model is made, as every layer's (a later config edit: save, load)
+        self.dropout = config.dropout  # read once, as in every layer: a later edit of the config takes a save and load
         self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.normalize_before else None
 
     def embed(
@@ -611,7 +503,10 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
     """The encoder-decoder without the output projection; returns the decoder's last hidden states."""
 
     # One shared source/target vocabulary [3.4]: the encoder and decoder use the same embedding matrix.
-    _shared_embedding_keys = {"encoder.embed_tokens.weight": "shared.weight", "decoder.embed_tokens.weight": "shared.weight"}
+    _shared_embedding_keys = {
+        "encoder.embed_tokens.weight": "shared.weight",
+        "decoder.embed_tokens.weight": "shared.weight",
+    }
     _tied_weights_keys = _shared_embedding_keys
 
     def __init__(self, config: VanillaTransformerConfig):
@@ -656,15 +551,11 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         cache: the decoder's keys and values so far (`past_key_values`, its name before transformers 5.24, works too).
         """
         if encoder_outputs is None:
-            targets = decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds
-            sources = input_ids if input_ids is not None else inputs_embeds
-            if isinstance(targets, torch.Tensor) and isinstance(sources, torch.Tensor) and targets.dim() > 1 \
-                    and sources.dim() > 1 and targets.shape[0] != sources.shape[0]:
-                # a decoder batch several times the sources' is generate()'s beams, given the encoder output
-                raise ValueError(
-                    f"The decoder inputs have batch size {targets.shape[0]} but the sources {sources.shape[0]}: give "
-                    "one target row per source (beams of a source share its encoder output only in generate())."
-                )
+            check_one_target_per_source(
+                "The decoder inputs have",
+                decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds,
+                input_ids if input_ids is not None else inputs_embeds,
+            )
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, return_dict=True,
                 **kwargs,
@@ -707,13 +598,9 @@ def _same_storage(first: torch.Tensor, second: torch.Tensor) -> bool:
     return first is second or id_tensor_storage(first)[:2] == id_tensor_storage(second)[:2]
 
 
-PAPER_DECODING = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}
-"""Beam search with beam size 4 and length penalty 0.6 [6.1], transformers' penalty `score / length^0.6` (the paper's,
-GNMT's `((5 + length) / 6)^0.6`, is not one a generation config can choose)."""
-
-
-class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedModel, GenerationMixin):
-    """The Transformer for sequence-to-sequence tasks: logits over the shared vocabulary, loss and `generate()`."""
+class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedModel, TranslationGenerationMixin):
+    """The Transformer for sequence-to-sequence tasks: logits over the shared vocabulary, the loss, and `generate()`
+    with the paper's decoding (`generation.py`)."""
 
     _tied_weights_keys = {"lm_head.weight": "model.shared.weight"}
 
@@ -734,139 +621,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             projection.__class__ = PrepackedLinear  # a subclass with no state of its own: weights, flags, hooks kept
         self.lm_head = projection
 
-    def _default_to_the_papers_decoding(self) -> None:
-        """The paper's beam search [6.1] where the generation config sets none; a saved generation config wins. A
-        config that chose greedy search (`num_beams` 1) is left without the beam settings, which transformers
-        refuses beside it when the config is saved."""
-        config = self.generation_config
-        if config is None or (config.num_beams is not None and config.num_beams <= 1):
-            return
-        for name, value in PAPER_DECODING.items():
-            if getattr(config, name, None) is None:
-                setattr(config, name, value)
-
-    def adjust_generation_fn(self, *args, **kwargs):
-        """Loading: the saved generation config, or, where the folder has none (a model saved without it, weights
-        and config.json alone), one made from config.json, which holds no decoding settings: the paper's then. A
-        config that a Seq2SeqTrainer saved with all of transformers' defaults filled in is read without them."""
-        super().adjust_generation_fn(*args, **kwargs)
-        self._forget_placeholder_max_length()
-        self._default_to_the_papers_decoding()
-
-    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
-        """`GenerationMixin.generate` with the paper's length limit [6.1] as the default: at most source length + 50
-        new tokens (or the minimum asked for, `min_new_tokens` or `min_length`, if more), unless `max_length` or
-        `max_new_tokens` is set in the call, the generation config given or the model's. In a padded batch the
-        source length is the padded one, as in fairseq.
-
-        Source ids without an `attention_mask` get the mask their padding implies (ids other than `pad_token_id`, the
-        call's or the config's), as transformers 4 and fairseq did: transformers 5 infers it for decoder-only models
-        only, so a padded batch without its mask would attend to the padding and translate its shorter sentences
-        differently. A beam search gets the paper's length penalty and early stopping where its settings leave them
-        unset (`_beam_settings`), and every token after a translation's end token is `pad_token_id`, the decoder
-        prompt (`decoder_input_ids`) left as it is (`_pad_after_the_end`)."""
-        self._forget_placeholder_max_length()
-        config = generation_config if generation_config is not None else self.generation_config
-
-        def setting(name):  # as transformers merges them: the call, the config given, the model's config
-            for value in (kwargs.get(name), getattr(config, name, None), getattr(self.generation_config, name, None)):
-                if value is not None:
-                    return value
-            return None
-
-        limits = (setting("max_length"), setting("max_new_tokens"))
-        beams = setting("num_beams")
-        if beams is not None and beams < 1:  # transformers divides by it
-            raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
-        chosen = self._beam_settings(setting, beams or 1, kwargs)
-        source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
-        if source is not None and kwargs.get("inputs_embeds") is None:
-            check_ids_shape("input_ids", source)
-        if kwargs.get("attention_mask") is not None:
-            check_is_tensor("attention_mask", kwargs["attention_mask"])
-        prompts = kwargs.get("decoder_input_ids")
-        if isinstance(prompts, torch.Tensor) and prompts.dim() == 2 and source is not None and source.dim() >= 2 \
-                and prompts.shape[0] != source.shape[0]:  # beam search would match them up across sources
-            raise ValueError(
-                f"decoder_input_ids has {prompts.shape[0]} rows for {source.shape[0]} sources: give one prompt row "
-                "per source (repeat a shared prompt, e.g. prompt.expand(len(sources), -1))."
-            )
-        if all(limit is None for limit in limits):
-            encoder_outputs = kwargs.get("encoder_outputs")
-            source_length = source.shape[1] if source is not None else encoder_output_length(encoder_outputs)
-            if source_length is not None:  # and room for a minimum length asked for (min_length counts the start)
-                least = max(setting("min_new_tokens") or 0, (setting("min_length") or 0) - 1)
-                chosen["max_new_tokens"] = max(source_length + 50, least)
-        if generation_config is None:
-            kwargs.update(chosen)
-        elif chosen:  # the caller's config, copied: with it, settings in kwargs are a deprecation warning
-            generation_config = copy.deepcopy(generation_config)
-            for name, value in chosen.items():
-                setattr(generation_config, name, value)
-        pad, eos = (setting(name) if setting(name) is not None else getattr(self.config, name)
-                    for name in ("pad_token_id", "eos_token_id"))
-        if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
-            mask = self._padding_mask_of(source, pad, eos)
-            if mask is not None:
-                kwargs["attention_mask"] = mask
-        if source is not None and not on_host(source) and not source.is_floating_point() and source.numel():
-            # one sync per call for the error a CPU model gives; the forward passes check on the device
-            check_token_ids("input_ids", torch.stack(torch.aminmax(source)).view(1, 2).cpu(), self.config.vocab_size)
-        output = super().generate(inputs, generation_config=generation_config, **kwargs)
-        start = setting("decoder_start_token_id")
-        prompt_length = self._prompt_length(prompts, setting("bos_token_id") if start is None else start)
-        self._pad_after_the_end(output if isinstance(output, torch.Tensor) else output.sequences, pad, eos,
-                                prompt_length)
-        return output
-
-    @staticmethod
-    def _prompt_length(prompts: torch.Tensor | None, start: int | None) -> int:
-        """The length of the decoder prompt that generate() continues: the start token alone, or the
-        `decoder_input_ids` given, with the start token that transformers puts in front of them where no row begins
-        with it."""
-        if not isinstance(prompts, torch.Tensor) or prompts.dim() != 2:
-            return 1
-        prepended = start is not None and bool((prompts[:, 0] != torch.as_tensor(start, device=prompts.device)).all())
-        return prompts.shape[1] + prepended
-
-    @staticmethod
-    def _beam_settings(setting: Callable, beams: int, kwargs: dict) -> dict:
-        """The paper's length penalty and early stopping [6.1] for a beam search that leaves them unset, as they are
-        read back from a saved model (`_default_to_the_papers_decoding`): a model decodes alike before its save and
-        after. For one beam, where neither has an effect, transformers' neutral values instead of those merged from
-        the model's config, which transformers warns about as if the caller had set them."""
-        chosen = {}
-        for name, neutral in (("length_penalty", 1.0), ("early_stopping", False)):
-            value = setting(name)
-            if beams > 1 and value is None:
-                chosen[name] = PAPER_DECODING[name]
-            elif beams == 1 and kwargs.get(name) is None and value not in (None, neutral):
-                chosen[name] = neutral
-        return chosen
-
-    def _pad_after_the_end(
-        self, sequences: torch.Tensor, pad: int | None, eos: int | list[int] | None, prompt_length: int = 1
-    ) -> None:
-        """Make every token after a translation's end token (`eos`, the call's or the config's) `pad`, in place. Beam
-        search (transformers 5.23) fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with
-        this package's pad id, 0, that is the end token, repeated, where greedy search pads, and a length counted as
-        `np.count_nonzero(preds != pad)` counts them. The decoder prompt (the start token, or `decoder_input_ids`
-        given, which may hold end tokens: a previous sentence as context) is left as it is."""
-        if pad != 0 or eos is None or sequences.dim() != 2 or sequences.shape[1] - prompt_length < 2:
-            return  # transformers fills with pad_token_id where it is not 0
-        generated = sequences[:, prompt_length:]
-        ends = torch.isin(generated, torch.tensor(eos, device=generated.device))
-        generated.masked_fill_(ends.cumsum(1) - ends.long() > 0, pad)  # strictly after the first end
-
-    def _get_stopping_criteria(self, *args, **kwargs):
-        """GenerationMixin's, without the warning that an output past `max_position_embeddings` may fail: the
-        sinusoidal encodings [3.5] are computed for any position, so the length limits alone end a translation."""
-        criteria = super()._get_stopping_criteria(*args, **kwargs)
-        for criterion in criteria:
-            if isinstance(criterion, MaxLengthCriteria):
-                criterion.max_position_embeddings = None
-        return criteria
-
     def save_pretrained(self, *args, **kwargs):
         """`PreTrainedModel.save_pretrained`, with the translation pipeline among the code it ships (this relative
         import makes `pipeline_translation.py` one of the files copied next to this one) and named in config.json, so
@@ -875,7 +629,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         from .pipeline_translation import custom_pipeline_entry
 
         self.config.check_values()  # before transformers writes anything (the code files first)
-        self._forget_placeholder_max_length()
         # a tied name is left out where it is the shared weight; one untied since (PEFT's merge_and_unload with
         # modules_to_save=["lm_head"], or by hand) is saved, or loading would make it up at random
         named = dict(self.named_parameters(remove_duplicate=False))
@@ -889,74 +642,8 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         module = VanillaTransformerModel.__module__.rsplit(".", 1)[-1]  # AutoModel loads the encoder-decoder alone
         self.config.auto_map = {**(getattr(self.config, "auto_map", None) or {}),
                                 "AutoModel": f"{module}.{VanillaTransformerModel.__name__}"}
-        beam_settings = self._beam_settings_beside_greedy_search()
-        try:
+        with self._generation_config_as_saved():
             return super().save_pretrained(*args, **kwargs)
-        finally:  # kept in memory: a later generate(num_beams=4) still decodes as the paper does
-            for name, value in beam_settings.items():
-                setattr(self.generation_config, name, value)
-
-    def _beam_settings_beside_greedy_search(self) -> dict:
-        """Unset, and return, the paper's beam settings (`_default_to_the_papers_decoding`) in a generation config
-        turned to greedy search since (`num_beams = 1`): transformers refuses to save `length_penalty` and
-        `early_stopping` beside one beam, after it has written config.json (a folder without weights)."""
-        config = self.generation_config
-        if config is None or (config.num_beams is not None and config.num_beams > 1):  # None: one beam
-            return {}
-        unset = {name: value for name, value in PAPER_DECODING.items()
-                 if name != "num_beams" and getattr(config, name, None) == value}
-        for name in unset:
-            setattr(config, name, None)
-        return unset
-
-    def _forget_placeholder_max_length(self) -> None:
-        """Undo what Seq2SeqTrainer writes into the generation config: after every evaluation batch it fills each
-        unset field with transformers' default, and the placeholder `max_length=20` among them would cut every later
-        translation, and every saved model's, at 20 tokens. Recognised by all ~30 defaults being set (`max_length` to
-        20 or, where this ran before, unset), which no one does by hand. The fields holding their default are unset
-        again, as they were, so that a length set by hand later (even 20) is not taken for the placeholder; the
-        paper's decoding settings stay, since unset they would mean the paper's values (`PAPER_DECODING`)."""
-        config = self.generation_config
-        if config is None or config.max_length not in (None, 20):
-            return
-        defaults = config._get_default_generation_params()
-        if not all(getattr(config, name, None) is not None for name, value in defaults.items()
-                   if value is not None and name != "max_length"):
-            return
-        for name, value in defaults.items():
-            if value is not None and name not in PAPER_DECODING and getattr(config, name) == value:
-                setattr(config, name, None)
-
-    @staticmethod
-    def _padding_mask_of(source: torch.Tensor | None, pad: int | None, eos: int | list[int] | None
-                         ) -> torch.Tensor | None:
-        """`source` ids' attention mask, 0 at `pad` (the call's `pad_token_id`, else the generation config's or the
-        model's); None for embeddings, or without a pad token distinct from the end token (then padding cannot be told
-        from text)."""
-        if source is None or source.is_floating_point() or source.dim() != 2:
-            return None
-        if pad is None or pad in (eos if isinstance(eos, list) else [eos]):
-            return None
-        return source.ne(pad).long()
-
-    def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):
-        """Beams (and returned sequences) of a source share its encoder output and mask instead of copies of them:
-        the cross-attention keys/values are projected once per source, and its beams' queries attend together."""
-        names = ("encoder_outputs", "attention_mask")
-        shared = {name: model_kwargs.pop(name) for name in names if name in model_kwargs}
-        input_ids, model_kwargs = super()._expand_inputs_for_generation(expand_size, False, input_ids, **model_kwargs)
-        return input_ids, {**model_kwargs, **shared}
-
-    @staticmethod
-    def _reorder_cache(cache: Cache, beam_idx: torch.LongTensor) -> Cache:
-        """Beam search keeps the self-attention cache of the chosen beams. The cross-attention cache stays as it is:
-        it holds one copy of each source's memory keys/values, shared by the source's beams (see
-        `_expand_inputs_for_generation`), and beams are only chosen among a source's own."""
-        if isinstance(cache, EncoderDecoderCache):
-            cache.self_attention_cache.reorder_cache(beam_idx)
-        else:
-            cache.reorder_cache(beam_idx)
-        return cache
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """Used by DataCollatorForSeq2Seq so that the Trainer's label smoother gets decoder inputs."""
@@ -992,7 +679,10 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             raise ValueError("`skip_logits=True` returns only the loss, which needs `labels`.")
         if labels is not None:
             check_labels(labels, self.config.vocab_size)
-            check_one_target_per_source(labels, input_ids, inputs_embeds, encoder_outputs)
+            sources = input_ids if input_ids is not None else inputs_embeds
+            if encoder_outputs is not None:
+                sources = encoder_outputs[0]
+            check_one_target_per_source("`labels` has", labels, sources)
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:
                 decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
@@ -1018,24 +708,6 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         return Seq2SeqLMOutput(loss=loss, logits=None if skip_logits else logits, **rest)
 
 
-def check_one_target_per_source(labels, input_ids, inputs_embeds, encoder_outputs) -> None:
-    """Labels pair with sources row by row: the decoder's batch may be a multiple of the encoder's (beams, for
-    generate()), but a loss over such a batch would quietly pair targets with the wrong sources."""
-    sources = input_ids if input_ids is not None else inputs_embeds
-    if sources is None and encoder_outputs is not None:
-        sources = encoder_outputs[0]
-    if isinstance(sources, torch.Tensor) and sources.dim() > 1 and sources.shape[0] != labels.shape[0]:
-        raise ValueError(
-            f"`labels` has batch size {labels.shape[0]} but the sources {sources.shape[0]}: give one target per "
-            "source (repeat a source to train on several targets of it)."
-        )
-
-
-def encoder_output_length(encoder_outputs) -> int | None:
-    """The source length of an encoder output passed to `generate()` (a BaseModelOutput or a tuple), if any."""
-    return None if encoder_outputs is None else encoder_outputs[0].shape[1]
-
-
 def translation_loss(
     logits: torch.Tensor,
     labels: torch.Tensor,
@@ -1048,7 +720,9 @@ def translation_loss(
     time (`chunked_loss.py`)."""
     labels = labels.to(logits.device)
     if labels.shape != logits.shape[:-1]:
-        raise ValueError(f"`labels` has shape {tuple(labels.shape)}, expected (batch, target_length) = {tuple(logits.shape[:-1])}.")
+        raise ValueError(
+            f"`labels` has shape {tuple(labels.shape)}, expected (batch, target_length) = {tuple(logits.shape[:-1])}."
+        )
     total = cross_entropy_sum(logits.flatten(0, 1), labels.flatten(), label_smoothing)
     count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
     return total / torch.as_tensor(count, device=total.device).clamp(min=1)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from transformers.cache_utils import Cache
 from transformers.utils import is_torchdynamo_compiling
 
 
@@ -192,6 +193,20 @@ def forget_edited_packed_weights(model: nn.Module) -> None:
     for module in model.modules():
         if isinstance(module, PrepackedLinear) and module._packed is not None:
             module.forget_packed_if_edited()
+
+
+def forget_weights_edited_before_new_input(
+    module: nn.Module, inputs: torch.Tensor | None, cache: Cache | None = None
+) -> None:
+    """`forget_edited_packed_weights` for a part of the model that starts on new input: the encoder at every call,
+    the decoder and the output projection at the first position of a decoding (an empty cache, or none: every
+    forward that scores whole targets). So `generate()` and a hand-written decoding loop on a given encoder output
+    see a weight edited through `.data` since the last call. Skipped where nothing is packed (training, torch.compile,
+    off the CPU), so that a static cache's length is never read from an accelerator."""
+    if module.training or is_torchdynamo_compiling() or inputs is None or inputs.device.type != "cpu":
+        return
+    if cache is None or int(cache.get_seq_length()) == 0:
+        forget_edited_packed_weights(module)
 
 
 def quantize_int8(model: nn.Module, enabled: bool = True) -> nn.Module:

@@ -15,7 +15,8 @@ from datasets import Dataset, DatasetDict
 from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast, TrainerCallback
 from tokenizers import Tokenizer, models
 
-import hf_vanilla_transformer.modeling_vanilla_transformer as modeling
+import hf_vanilla_transformer.generation as generation
+import hf_vanilla_transformer.input_checks as input_checks
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from hf_vanilla_transformer.batching import BucketPaddingCollator, TokenBatchSampler, bucket_length
 from hf_vanilla_transformer.data import check_token_ids_fit
@@ -190,7 +191,7 @@ def test_a_training_step_never_reads_a_value_back_from_the_device():
 def test_off_the_host_the_id_checks_run_on_the_device(monkeypatch, batch):
     """What a GPU does (an asynchronous device assert, no sync), tried on the CPU: the message still names the ids."""
     model = VanillaTransformerForConditionalGeneration(tiny_config())
-    monkeypatch.setattr(modeling, "on_host", lambda tensor: False)
+    monkeypatch.setattr(input_checks, "on_host", lambda tensor: False)
     with pytest.raises(RuntimeError, match="outside the vocabulary"):
         model(**{**batch, "input_ids": batch["input_ids"] + 100})
     with pytest.raises(RuntimeError, match="-100"):
@@ -199,7 +200,9 @@ def test_off_the_host_the_id_checks_run_on_the_device(monkeypatch, batch):
 
 def test_generate_on_a_device_checks_ids_once_with_the_clear_error(monkeypatch, batch):
     model = VanillaTransformerForConditionalGeneration(tiny_config())
-    monkeypatch.setattr(modeling, "on_host", lambda tensor: tensor.device.type == "cpu" and tensor.numel() <= 2)
+    on_host = lambda tensor: tensor.device.type == "cpu" and tensor.numel() <= 2  # noqa: E731
+    monkeypatch.setattr(input_checks, "on_host", on_host)
+    monkeypatch.setattr(generation, "on_host", on_host)
     with pytest.raises(ValueError, match=r"outside the vocabulary \[0, 98\] \(min 10\d, max 1\d\d\)"):
         model.generate(batch["input_ids"] + 100, max_new_tokens=2)
 

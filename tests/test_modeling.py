@@ -612,6 +612,7 @@ def test_save_pretrained_writes_auto_map_and_code(tmp_path):
     assert (tmp_path / "configuration_vanilla_transformer.py").exists()
     assert (tmp_path / "packed_linear.py").exists()  # imported relatively by the modeling file: shipped with it
     assert (tmp_path / "chunked_loss.py").exists()
+    assert (tmp_path / "input_checks.py").exists() and (tmp_path / "generation.py").exists()
     assert GenerationConfig.from_pretrained(tmp_path).num_beams == 4
 
 

@@ -1,0 +1,119 @@
+"""The model's checks of what it is given: a ValueError that says what was wrong and how to fix it, where torch or
+transformers would fail deep inside (an IndexError in the embedding) or compute something wrong without a word (a mask
+of the wrong shape). Kept out of the modeling file, which imports it relatively so that `save_pretrained` ships it.
+
+On the CPU a check reads the values; on an accelerator that read would wait for the device (a host-device sync,
+which stalls training and breaks CUDA graphs), so there a check runs on the device (`torch._assert_async`), and the
+training script checks its data where it makes it. Under torch.compile the value checks are skipped.
+"""
+
+import torch
+from transformers.utils import is_torchdynamo_compiling
+
+
+def on_host(tensor: torch.Tensor) -> bool:
+    """Whether reading the tensor's values is free (on the CPU), not a host-device sync."""
+    return tensor.device.type == "cpu"
+
+
+def may_skip_mask(padding_mask: torch.Tensor | None) -> bool:
+    """transformers drops a padding mask without padding (so SDPA can pick its fastest kernel) after reading all of
+    it; on an accelerator that read is a sync, so there the mask is kept."""
+    return padding_mask is None or on_host(padding_mask)
+
+
+def check_is_tensor(name: str, value) -> None:
+    """Inputs are torch tensors: a ValueError saying how to get them (the tokenizer's lists, or numpy arrays, fail
+    deep inside torch or transformers otherwise)."""
+    if not isinstance(value, torch.Tensor):
+        module = type(value).__module__.split(".")[0]
+        kind = type(value).__name__ if module == "builtins" else f"{module}.{type(value).__name__}"
+        raise ValueError(
+            f"`{name}` must be a torch tensor, got a {kind}: call the tokenizer with return_tensors=\"pt\", or "
+            "convert it with torch.as_tensor."
+        )
+
+
+def check_id_matrix(name: str, ids) -> None:
+    """Ids (token ids, labels) are a tensor of integers of shape (batch, length)."""
+    check_is_tensor(name, ids)
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise ValueError(f"`{name}` must hold integer token ids (torch.long), got dtype {ids.dtype}.")
+    if ids.dim() != 2:
+        hint = ": add the batch dimension (`ids[None]`), or tokenize a list of sentences" if ids.dim() == 1 else ""
+        raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}{hint}.")
+
+
+def check_id_batch(name: str, ids) -> None:
+    """Input ids are a tensor of integers of shape (batch > 0, length > 0)."""
+    check_id_matrix(name, ids)
+    if ids.shape[1] == 0:
+        raise ValueError(f"`{name}` is empty (length 0): every sequence needs at least one token.")
+    if ids.shape[0] == 0:
+        raise ValueError(f"`{name}` is an empty batch (0 sequences): give at least one sentence.")
+
+
+def check_token_ids(name: str, ids: torch.Tensor, vocab_size: int) -> None:
+    """Token ids are integers in [0, vocab_size) of shape (batch, length > 0): a ValueError saying so, not an
+    IndexError deep inside torch. One min/max reduction; skipped under torch.compile."""
+    check_id_batch(name, ids)
+    if ids.numel() == 0 or is_torchdynamo_compiling():
+        return
+    low, high = torch.aminmax(ids)
+    outside = (low < 0) | (high >= vocab_size)
+    if not on_host(ids):
+        torch._assert_async(~outside, f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}]")
+    elif outside:
+        raise ValueError(
+            f"`{name}` holds ids outside the vocabulary [0, {vocab_size - 1}] (min {low.item()}, max {high.item()}): "
+            "encode the text with this model's tokenizer, or check `config.vocab_size`."
+        )
+
+
+def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
+    """Labels are token ids in [0, vocab_size) or -100 (left out of the loss), of shape (batch, length)."""
+    check_id_matrix("labels", labels)
+    if is_torchdynamo_compiling():
+        return
+    valid = (labels == -100) | ((labels >= 0) & (labels < vocab_size))
+    if not on_host(labels):
+        torch._assert_async(valid.all(), f"`labels` must be token ids in [0, {vocab_size - 1}] or -100")
+    elif not valid.all():
+        bad = labels[~valid].unique()
+        hint = (  # a tokenizer larger than the model's vocabulary: a first model built by hand
+            f"ids of {vocab_size} and above come from a tokenizer larger than the model's vocabulary: build the "
+            "model with vocab_size=len(tokenizer), or encode the targets with this model's tokenizer"
+            if (bad >= vocab_size).any() else "pad labels with -100 (as DataCollatorForSeq2Seq does), not another value"
+        )
+        raise ValueError(
+            f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values {bad[:5].tolist()}: "
+            f"{hint}."
+        )
+
+
+def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) -> None:
+    """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared. Skipped under
+    torch.compile, where a static cache's length is a tensor."""
+    if mask is None:
+        return
+    check_is_tensor(name, mask)
+    if mask.dim() == 4 or is_torchdynamo_compiling():
+        return
+    expected = tuple(int(size) for size in expected)
+    if tuple(mask.shape) != expected:
+        raise ValueError(
+            f"`{name}` has shape {tuple(mask.shape)} but must be (batch, length) = {expected}: 1 for tokens to "
+            "attend to, 0 for padding."
+        )
+
+
+def check_one_target_per_source(subject: str, targets, sources) -> None:
+    """Targets (decoder inputs, labels) pair with sources row by row. The decoder's batch may be a multiple of the
+    encoder's in generate() (a source's beams share its encoder output), but elsewhere such a batch would pair
+    targets with the wrong sources, quietly. `subject` starts the message: "`labels` has"."""
+    if isinstance(targets, torch.Tensor) and isinstance(sources, torch.Tensor) and targets.dim() > 1 \
+            and sources.dim() > 1 and targets.shape[0] != sources.shape[0]:
+        raise ValueError(
+            f"{subject} batch size {targets.shape[0]} but the sources {sources.shape[0]}: give one target per source "
+            "(repeat a source to train on several targets of it)."
+        )

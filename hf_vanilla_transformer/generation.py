@@ -209,6 +209,19 @@ class TranslationGenerationMixin(GenerationMixin):
             return None
         return source.ne(pad).long()
 
+    def prepare_inputs_for_generation(self, input_ids: torch.Tensor, *args, **kwargs) -> dict:
+        """GenerationMixin's, plus the decoder's positions where it turns a padded decoder prompt's mask
+        (`decoder_attention_mask`) into a 4-D one (a static cache, for a compiled forward), from which the positions
+        could not be counted: each counts the real tokens before it [3.5], as in the model's forward."""
+        padding = kwargs.get("decoder_attention_mask")
+        inputs = super().prepare_inputs_for_generation(input_ids, *args, **kwargs)
+        mask = inputs.get("decoder_attention_mask")
+        if isinstance(padding, torch.Tensor) and padding.dim() == 2 and inputs.get("decoder_position_ids") is None \
+                and not (isinstance(mask, torch.Tensor) and mask.dim() == 2):
+            length = inputs["decoder_input_ids"].shape[1]
+            inputs["decoder_position_ids"] = (padding.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
+        return inputs
+
     def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):
         """Beams (and returned sequences) of a source share its encoder output and mask instead of copies of them:
         the cross-attention keys/values are projected once per source, and its beams' queries attend together."""

@@ -84,17 +84,23 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         return self
 
     def forward(
-        self, length: int, offset: int | torch.Tensor = 0, padding_mask: torch.Tensor | None = None
+        self,
+        length: int,
+        offset: int | torch.Tensor = 0,
+        padding_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Encodings of positions offset, ..., offset + length - 1, shape (length, d_model). A tensor offset (a static
         cache's length) takes the formula, so that torch.compile sees no branch on its value.
 
         With a (batch, offset + length) padding mask, a position counts the real tokens before it, so that padding
-        on either side leaves a sentence's encodings as they are; shape (batch, length, d_model)."""
-        if padding_mask is not None:
-            positions = (padding_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
-            encoding = sinusoidal_encoding(positions.flatten(), self.d_model).to(self.table.dtype)
-            return encoding.view(*positions.shape, self.d_model)
+        on either side leaves a sentence's encodings as they are; `position_ids` (batch, length) give them instead.
+        Shape (batch, length, d_model) then."""
+        if position_ids is None and padding_mask is not None:
+            position_ids = (padding_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
+        if position_ids is not None:
+            encoding = sinusoidal_encoding(position_ids.flatten(), self.d_model).to(self.table.dtype)
+            return encoding.view(*position_ids.shape, self.d_model)
         if not isinstance(offset, torch.Tensor) and offset + length <= self.table.shape[0]:
             return self.table[offset : offset + length]
         positions = torch.arange(length, device=self.table.device) + offset
@@ -352,9 +358,10 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         inputs_embeds: torch.Tensor | None,
         offset: int = 0,
         padding_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
     ):
         """Token embedding times sqrt(d_model) plus the position encodings from `offset` on, then dropout. Positions
-        skip the padding of a 2-D `padding_mask` (batch, offset + length)."""
+        skip the padding of a 2-D `padding_mask` (batch, offset + length), or are the `position_ids` given."""
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Pass exactly one of `input_ids` and `inputs_embeds`.")
         prefix = "decoder_" if self.is_decoder else ""
@@ -368,9 +375,14 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
             )
         batch, length = inputs_embeds.shape[:2]
         check_mask(f"{prefix}attention_mask", padding_mask, (batch, offset + length))
+        if position_ids is not None and tuple(position_ids.shape) != (batch, length):
+            raise ValueError(
+                f"`{prefix}position_ids` has shape {tuple(position_ids.shape)} but must be (batch, length) = "
+                f"{(batch, length)}, a position for each input token."
+            )
         if padding_mask is not None and padding_mask.dim() != 2:
-            padding_mask = None  # a prepared 4-D mask: positions from the offset
-        positions = self.embed_positions(length, offset, padding_mask)
+            padding_mask = None  # a prepared 4-D mask: positions from the offset, or the ids given
+        positions = self.embed_positions(length, offset, padding_mask, position_ids)
         hidden_states = inputs_embeds * self.embed_scale + positions
         return F.dropout(hidden_states, p=self.dropout, training=self.training)
 
@@ -439,6 +451,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
         cache: Cache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
+        position_ids: torch.Tensor | None = None,
         **kwargs,
     ) -> BaseModelOutputWithPastAndCrossAttentions:
         if encoder_hidden_states is None:
@@ -451,7 +464,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
             cache = EncoderDecoderCache(cache, DynamicCache(config=self.config))
         offset = cache.get_seq_length() if cache is not None else 0
 
-        hidden_states = self.embed(input_ids, inputs_embeds, offset, padding_mask=attention_mask)
+        hidden_states = self.embed(input_ids, inputs_embeds, offset, attention_mask, position_ids)
         forget_weights_edited_before_new_input(self, hidden_states, cache)
         batch, length = hidden_states.shape[:2]
         sources = encoder_hidden_states.shape[0]
@@ -542,6 +555,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         inputs_embeds: torch.Tensor | None = None,
         decoder_inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
+        decoder_position_ids: torch.LongTensor | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqModelOutput:
         r"""
@@ -549,6 +563,8 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         decoder_input_ids: target ids shifted right, starting with `decoder_start_token_id`; with a cache, only
             the new tokens. encoder_outputs: reuse a computed encoder output (as `generate()` does).
         cache: the decoder's keys and values so far (`past_key_values`, its name before transformers 5.24, works too).
+        decoder_position_ids: the positions of the decoder inputs (batch, length), where they are neither the cache's
+            length on nor counted from `decoder_attention_mask` (generate() gives them with a static cache).
         """
         if encoder_outputs is None:
             check_one_target_per_source(
@@ -577,6 +593,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             cache=cache,
             inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            position_ids=decoder_position_ids,
             return_dict=True,  # whatever config.return_dict says; this forward's decorator makes the tuple
             **kwargs,
         )
@@ -663,6 +680,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
         decoder_inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
+        decoder_position_ids: torch.LongTensor | None = None,
         **kwargs: Unpack[TransformersKwargs],
     ) -> Seq2SeqLMOutput:
         r"""
@@ -699,6 +717,7 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             inputs_embeds=inputs_embeds,
             decoder_inputs_embeds=decoder_inputs_embeds,
             use_cache=use_cache,
+            decoder_position_ids=decoder_position_ids,
             return_dict=True,
             **kwargs,
         )

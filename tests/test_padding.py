@@ -76,6 +76,36 @@ def test_left_padded_decoder_inputs_with_their_mask(model):
     torch.testing.assert_close(padded[:, 2:], plain, atol=1e-5, rtol=1e-5)
 
 
+
+@pytest.mark.parametrize("num_beams", [1, 4])
+@pytest.mark.parametrize("cache_implementation", [None, "static"])
+def test_generate_continues_left_padded_prompts_as_unpadded_ones(model, cache_implementation, num_beams):
+    """Decoder prompts padded on the left, with their mask, continue as each prompt alone. With a static cache
+    transformers turns the mask into a 4-D one before the forward, and positions counted the padding."""
+    prompts = [[1, 20, 21, 22], [1, 30]]
+    settings = dict(num_beams=num_beams, max_new_tokens=6, min_new_tokens=6, cache_implementation=cache_implementation)
+    sources = torch.tensor([SOURCES[0]] * 2)
+    alone = [model.generate(sources[:1], decoder_input_ids=torch.tensor([p]), **settings)[0].tolist() for p in prompts]
+    ids, mask = pad(prompts, "left")
+    batched = model.generate(sources, decoder_input_ids=ids, decoder_attention_mask=mask, **settings).tolist()
+    assert [row[ids.shape[1] - len(p):] for row, p in zip(batched, prompts)] == alone
+
+
+def test_decoder_position_ids_go_with_a_prepared_4d_mask(model):
+    """A prepared 4-D decoder mask (as generate() makes for a static cache) tells no positions: the ones given in
+    `decoder_position_ids` are taken, and a left-padded target then gives the logits of the unpadded one."""
+    source = torch.tensor([SOURCES[0]])
+    target = [1, 20, 21, 22]
+    plain = model(source, decoder_input_ids=torch.tensor([target])).logits
+    padding = torch.tensor([0, 1, 1, 1, 1], dtype=torch.bool)
+    allowed = torch.ones(5, 5, dtype=torch.bool).tril() & padding
+    mask = torch.zeros(1, 1, 5, 5).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    padded = dict(decoder_input_ids=torch.tensor([[0] + target]), decoder_attention_mask=mask)
+    positioned = model(source, **padded, decoder_position_ids=torch.tensor([[0, 0, 1, 2, 3]])).logits
+    torch.testing.assert_close(positioned[:, 1:], plain, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(model(source, **padded).logits[:, 1:], plain, atol=1e-3)  # positions from 0 on
+
+
 class EndFirstSentenceAt(torch.nn.Module):
     """A logits processor that ends the first sentence's beams with the end token at decoder length `length`."""
 

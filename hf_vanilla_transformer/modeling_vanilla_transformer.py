@@ -74,13 +74,16 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         self.register_buffer("table", table, persistent=False)
 
     def _apply(self, fn, recurse=True):
-        """Moves and casts as any module's buffers, but a new dtype recomputes the table from the formula: a model
-        loaded in bfloat16 and cast back to float32 gets float32 encodings, not bfloat16's rounding of them."""
-        dtype = self.table.dtype
+        """Moves and casts as any module's buffers, but the table is recomputed from the formula where its values
+        would be rounded or lost: a new dtype (a model loaded in bfloat16 and cast back to float32 gets float32
+        encodings, not bfloat16's rounding of them), or memory given to a table made on the meta device (`to_empty`
+        leaves it uninitialised, and `load_state_dict` has no table to load: it is not saved)."""
+        before = self.table
         super()._apply(fn, recurse)
-        if self.table.dtype != dtype and self.table.is_floating_point() and not self.table.is_meta:
-            table = sinusoidal_encoding(torch.arange(len(self.table)), self.d_model, torch.float32)  # as made
-            self.table = table.to(self.table.device, self.table.dtype)
+        after = self.table
+        if after.is_floating_point() and not after.is_meta and (before.is_meta or after.dtype != before.dtype):
+            table = sinusoidal_encoding(torch.arange(len(after)), self.d_model, torch.float32)  # as made
+            self.table = table.to(after.device, after.dtype)
         return self
 
     def forward(

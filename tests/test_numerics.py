@@ -93,3 +93,17 @@ def test_a_model_cast_to_bfloat16_and_back_has_float32_position_encodings(tmp_pa
             table = stack.embed_positions.table
             assert table.dtype == torch.float32
             assert torch.equal(table, made.model.encoder.embed_positions.table)
+
+
+def test_a_model_made_on_the_meta_device_and_given_memory_has_its_position_encodings():
+    """Made on the meta device, then `to_empty()` and `load_state_dict()` (accelerate's and torch's way to load a
+    large model): the table, not saved, was left as uninitialised memory, and the model translated garbage."""
+    made = make()
+    with torch.device("meta"):
+        model = VanillaTransformerForConditionalGeneration(made.config)
+    model.to_empty(device="cpu")
+    model.load_state_dict(made.state_dict())
+    for stack in (model.model.encoder, model.model.decoder):
+        assert torch.equal(stack.embed_positions.table, made.model.encoder.embed_positions.table)
+    ids = torch.tensor([[5, 6, 7, 2]])
+    torch.testing.assert_close(model.eval()(ids, labels=ids).logits, made.eval()(ids, labels=ids).logits)

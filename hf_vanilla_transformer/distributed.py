@@ -114,8 +114,8 @@ def check_fsdp_collectives() -> None:
 
 
 def share_one_embedding_module(model) -> None:
-    """Make the encoder and decoder embed with the shared embedding module itself rather than with modules of their
-    own that hold the same weight (as the model is built and loaded). FSDP2 shards a weight within one group of
+    """Make the encoder, the decoder and `shared` one embedding module rather than three that hold the same weight
+    (as the model is built and loaded). FSDP2 shards a weight within one group of
     modules, and accelerate groups the input embedding with the output projection only: the encoder's and decoder's
     modules would put the weight in a second group. transformers' encoder-decoders' set_input_embeddings (Marian's,
     BART's, ours) sets the one module everywhere.

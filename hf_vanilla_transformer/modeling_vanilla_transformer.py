@@ -540,7 +540,9 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         return tied if all_submodels else {**self._shared_embedding_keys, **tied}
 
     def get_input_embeddings(self) -> nn.Embedding:
-        return self.shared
+        """The encoder's embedding module, which holds the shared weight, as MarianMTModel's: the one of the three
+        names that a forward calls, so that a hook on it (the Trainer's NEFTune noise) sees the source's lookups."""
+        return self.encoder.embed_tokens
 
     def set_input_embeddings(self, embeddings: nn.Embedding):
         self.shared = self.encoder.embed_tokens = self.decoder.embed_tokens = embeddings

@@ -41,7 +41,9 @@ logger = logging.get_logger(__name__)
 
 @dataclass
 class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
-    """`Seq2SeqTrainingArguments` plus `--max_tokens_per_batch` (per device; the paper used ~25k over 8 GPUs)."""
+    """`Seq2SeqTrainingArguments` plus `--max_tokens_per_batch` (per device; the paper used ~25k over 8 GPUs), which
+    `TokenBatchingSeq2SeqTrainer` reads, and the training script's own flags (`SCRIPT_FLAGS`), which the script acts
+    on: a trainer made by hand ignores them, with a warning."""
 
     _argument_group_name = ("training flags: Seq2SeqTrainingArguments, then this package's (--max_tokens_per_batch, "
                             "--bucket_shapes, --average_last_checkpoints, ...) at the end")
@@ -122,6 +124,11 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         return super()._setup_devices
 
 
+SCRIPT_FLAGS = {"bucket_shapes": False, "average_last_checkpoints": None, "overwrite_output_dir": False}
+"""The flags of `TokenBatchingSeq2SeqTrainingArguments` that the training script (`training.main`) acts on, with
+their defaults: it builds the bucketing collator, averages the checkpoints and clears the output folder."""
+
+
 class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     """Seq2SeqTrainer whose training batches hold at most `max_tokens_per_batch` padded tokens per side.
 
@@ -138,6 +145,13 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         training_args = kwargs["args"] if "args" in kwargs else args[1] if len(args) > 1 else None
         # known before the Trainer builds its Accelerator, which compiles for dynamic lengths with token batching
         self.max_tokens_per_batch = max_tokens_per_batch or getattr(training_args, "max_tokens_per_batch", None)
+        ignored = [name for name, default in SCRIPT_FLAGS.items() if getattr(training_args, name, default) != default]
+        if ignored and run_settings is None:  # the training script always passes its run's settings
+            logger.warning(
+                "%s: the training script's (scripts/train_translation.py) flags, which a trainer made by hand ignores "
+                "(the script builds the bucketing collator, averages checkpoints after training, clears the output "
+                "folder).", ", ".join(f"--{name}" for name in ignored)
+            )
         self._model_is_ours: tuple[torch.nn.Module, bool] | None = None  # (model, whether it is ours), see compute_loss
         super().__init__(*args, **kwargs)
         self.add_callback(MarkCheckpointComplete(run_settings))
@@ -150,11 +164,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
         if self.max_tokens_per_batch:
             self.add_callback(_EpochToSamplerCallback(self))
-        if self.is_fsdp_enabled or self.neftune_noise_alpha is not None:
-            # NEFTune's noise is a hook on get_input_embeddings(), the shared module: the encoder and decoder must
-            # embed with it, not with modules of their own that hold its weight (the hook never ran: no noise)
-            share_one_embedding_module(self.model)
         if self.is_fsdp_enabled:
+            share_one_embedding_module(self.model)
             self.add_callback(_LogSharding())
 
     def _build_accelerator_args(self, **kwargs) -> dict:

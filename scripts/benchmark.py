@@ -409,7 +409,7 @@ def run_training_script_loop(args, model) -> float:
 
     from hf_vanilla_transformer.batching import BucketPaddingCollator
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
-    from hf_vanilla_transformer.training import parse_arguments
+    from hf_vanilla_transformer.training import parse_arguments, run_settings
 
     warmup, timed_steps = max(args.warmup_steps, 1), args.train_steps * args.repeats
     generator = torch.Generator().manual_seed(args.seed + 2)
@@ -445,11 +445,12 @@ def run_training_script_loop(args, model) -> float:
             flags += ["--torch_compile", "--torch_compile_backend", args.compile_backend]
             if args.compile_mode is not None:
                 flags += ["--torch_compile_mode", args.compile_mode]
-        _, _, training_args = parse_arguments(flags)
+        _, data_args, training_args = parse_arguments(flags)
         collator = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
         trainer = TokenBatchingSeq2SeqTrainer(
             model=model.train(), args=training_args, train_dataset=dataset,
             data_collator=collator(tokenizer, model=model), callbacks=[clock := Clock()],
+            run_settings=run_settings(data_args),  # as the script makes it (without: a warning for its own flags)
         )
         trainer.remove_callback(PrinterCallback)  # its summary line would cut into the benchmark's output
         trainer.train()

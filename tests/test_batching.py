@@ -1,5 +1,7 @@
 """Tests for token-count batching: packing, length grouping, epochs, DDP shares, accelerate and the Trainer."""
 
+import logging
+
 import numpy as np
 import pytest
 from accelerate.data_loader import prepare_data_loader
@@ -212,6 +214,15 @@ def test_trainer_without_max_tokens_is_a_plain_seq2seq_trainer(tmp_path):
     assert trainer.max_tokens_per_batch is None
     assert [len(b["input_ids"]) for b in trainer.get_train_dataloader()] == [8] * 5
 
+
+def test_a_trainer_made_by_hand_says_it_ignores_the_scripts_flags(tmp_path, caplog):
+    """--bucket_shapes, --average_last_checkpoints and --overwrite_output_dir are the training script's: a trainer
+    made by hand took them without a word, and trained unbucketed, unaveraged, over an earlier run's files."""
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.trainer"):
+        trainer_for(tmp_path, tokenized_dataset(40))
+        assert "flags, which a trainer made by hand ignores" not in caplog.text
+        trainer_for(tmp_path, tokenized_dataset(40), average_last_checkpoints=3, overwrite_output_dir=True)
+    assert "--average_last_checkpoints, --overwrite_output_dir: the training script's" in caplog.text
 
 def test_trainer_under_two_simulated_ranks_gives_disjoint_equal_shares(tmp_path, monkeypatch):
     dataset = tokenized_dataset()

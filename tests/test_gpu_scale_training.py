@@ -386,9 +386,9 @@ def test_the_benchmark_runs_on_cuda():
     assert "model FLOPs utilization, training script" in result.stdout
 
 
-def test_neftune_noise_reaches_the_encoder_and_decoder_embeddings(tmp_path):
-    """--neftune_noise_alpha hooks the Trainer's noise onto get_input_embeddings(), the shared module, which the
-    encoder and decoder did not call (they embedded with modules of their own holding its weight): no noise at all."""
+def test_neftune_noise_reaches_the_embeddings(tmp_path):
+    """--neftune_noise_alpha hooks the Trainer's noise onto get_input_embeddings(), which was a module (`shared`) that
+    the encoder and decoder did not call (they embed with modules of their own holding its weight): no noise at all."""
     losses = {}
     for alpha in (None, 50.0):
         flags = [] if alpha is None else ["--neftune_noise_alpha", str(alpha)]

@@ -319,6 +319,20 @@ def test_residual_blocks_follow_the_formula(normalize_before):
     torch.testing.assert_close(out.logits, F.linear(y, model.model.shared.weight), atol=1e-5, rtol=1e-5)
 
 
+def test_a_hook_on_the_input_embeddings_sees_the_forward(batch):
+    """transformers' NEFTune (Trainer's --neftune_noise_alpha) adds noise through a hook on get_input_embeddings(),
+    which was `shared`, a module no forward called (the stacks embed with modules of their own holding its weight):
+    the plain Seq2SeqTrainer trained without noise. It is the encoder's, as MarianMTModel's."""
+    from transformers.integrations.neftune import activate_neftune, deactivate_neftune
+
+    model = make_model(dropout=0.0).train()
+    plain = model(**batch).loss
+    handle = activate_neftune(model, 50.0)
+    assert model(**batch).loss != plain
+    deactivate_neftune(model, handle)
+    assert model(**batch).loss == plain
+    assert model.get_input_embeddings().weight is model.model.shared.weight is model.lm_head.weight
+
 def test_gradient_checkpointing_gives_the_same_gradients(batch):
     def gradients(checkpointing):
         model = make_model(dropout=0.0).train()

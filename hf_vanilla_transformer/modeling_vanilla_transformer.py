@@ -528,7 +528,7 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
     def __init__(self, config: VanillaTransformerConfig):
         config.check_values()  # fields set after the config was made (config.d_model = 30) are checked here too
         super().__init__(config)
-        # padding_idx: the pad row starts at zero and gets no gradient (not in the paper; as Marian's, fairseq's)
+        # padding_idx (not in the paper; as in Marian, fairseq): the pad row starts at 0, lookups give it no gradient
         self.shared = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
         self.encoder = VanillaTransformerEncoder(config)
         self.decoder = VanillaTransformerDecoder(config)

@@ -12,7 +12,6 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 from .distributed import holds_fsdp_shards
 from .errors import InputError, MissingFileError
 from .trainer import no_progress_bars, readable_weights
-from .trainer import run_checkpoints  # noqa: F401  (re-exported for scripts/average_checkpoints.py)
 
 UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out of the run's folder to average the "
             "others")

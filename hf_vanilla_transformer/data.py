@@ -530,10 +530,7 @@ def check_languages_given(args: TranslationDataArguments) -> None:
         return
     hint = ""
     if prefix := args.train_prefix or args.validation_prefix or args.test_prefix:
-        prefix = Path(prefix)
-        suffixes = {path.name[len(prefix.name) + 1:].removesuffix(".gz")
-                    for path in prefix.parent.glob(f"{glob.escape(prefix.name)}.*")}
-        found = sorted(suffixes - {"csv", "tsv", "json", "jsonl", "txt", "parquet"})  # languages, not formats
+        found = list(_prefix_languages(prefix))
         if len(found) == 2:
             hint = (f" ({prefix}.{found[0]} and {prefix}.{found[1]} are there: e.g. --source_lang {found[0]} "
                     f"--target_lang {found[1]})")

@@ -7,7 +7,7 @@ accelerators; on CPU processes over gloo it drops it and runs DDP, although torc
 there. `enable_requested_fsdp` makes the request hold: FSDP2 through accelerate's own plugin on CPU processes, and
 an `InputError` where it cannot run (one process, FSDP1 without GPUs, a backend without FSDP's collectives). The
 training script checks the first two before any work (`check_fsdp_launch`), and leaves FSDP off in a run that only
-scores. `check_resumable` refuses a checkpoint the launch cannot resume (FSDP's in a launch without it, and the
+scores. `check_launch_resumes` refuses a checkpoint the launch cannot resume (FSDP's in a launch without it, and the
 other way round).
 """
 
@@ -121,7 +121,7 @@ def share_one_embedding_module(model) -> None:
     BART's, ours) sets the one module everywhere.
 
     One module under three names has a cost: torch 2.13 loads a whole (FULL_STATE_DICT) FSDP checkpoint by the
-    module's first name only and fails on the others, so such checkpoints are not resumed (`check_resumable`);
+    module's first name only and fails on the others, so such checkpoints are not resumed (`check_launch_resumes`);
     sharded ones are."""
     model.set_input_embeddings(model.get_input_embeddings())
 
@@ -140,13 +140,13 @@ def holds_fsdp_shards(checkpoint) -> bool:
 
 
 def whole_fsdp_weights_advice(checkpoint) -> str:
-    """What to do with a checkpoint of whole FSDP weights, which nothing resumes (see `check_resumable`)."""
+    """What to do with a checkpoint of whole FSDP weights, which nothing resumes (see `check_launch_resumes`)."""
     run = Path(checkpoint).parent
     return (f"average the run's checkpoints (python {sibling_script('average_checkpoints.py')} {run} --output_dir "
             f"{run / 'averaged'}), or fine-tune from it into a new --output_dir (--model_name_or_path {checkpoint})")
 
 
-def check_resumable(checkpoint, fsdp: bool = True) -> None:
+def check_launch_resumes(checkpoint, fsdp: bool = True) -> None:
     """Refuse, before any work, a checkpoint that this launch (under FSDP or not, `fsdp`) cannot resume, where
     torch or the Trainer would fail with a traceback: whole FSDP weights (FULL_STATE_DICT) in any launch (under
     FSDP, see `share_one_embedding_module`; without it, the Trainer looks for a plain optimizer.pt), FSDP's shards

@@ -262,7 +262,7 @@ def export_ctranslate2(
     max_positions: length of the stored position table, the longest source and translation CTranslate2 can
         handle (default `config.max_position_embeddings`).
     Also writes `generation.json` with the model's beam size, length penalty, limits and the tokens it never
-    generates (`bad_words_ids`), which `translate_ids_with_ctranslate2` reads.
+    generates (`bad_words_ids`), which `CTranslate2Translator` reads.
     """
     out_dir = Path(out_dir)
     replace = _check_export_target(out_dir, force)  # before any work
@@ -432,9 +432,4 @@ class CTranslate2Translator:
         return [[self.ids[token] for token in result.hypotheses[0]] for result in results]
 
 
-def translate_ids_with_ctranslate2(model_dir, input_ids, attention_mask=None, compute_type="default", **options):
-    """Translate a batch of token ids with the CTranslate2 model in `model_dir`; see `CTranslate2Translator`."""
-    return CTranslate2Translator(model_dir, compute_type=compute_type).translate(input_ids, attention_mask, **options)
-
-
-__all__ = ["CTranslate2Translator", "ctranslate2_options", "export_ctranslate2", "translate_ids_with_ctranslate2"]
+__all__ = ["CTranslate2Translator", "ctranslate2_options", "export_ctranslate2"]

@@ -139,7 +139,7 @@ class TranslationGenerationMixin(GenerationMixin):
         self, sequences: torch.Tensor, pad: int | None, eos: int | list[int] | None, prompt_length: int = 1
     ) -> None:
         """Make every token after a translation's end token (`eos`, the call's or the config's) `pad`, in place. Beam
-        search (transformers 5.23) fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with
+        search (transformers 5.23, 5.24) fills the rest of its shorter outputs with `pad_token_id or eos_token_id`: with
         this package's pad id, 0, that is the end token, repeated, where greedy search pads, and a length counted as
         `np.count_nonzero(preds != pad)` counts them. The decoder prompt (the start token, or `decoder_input_ids`
         given, which may hold end tokens: a previous sentence as context) is left as it is."""

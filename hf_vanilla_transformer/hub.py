@@ -340,20 +340,23 @@ def network_failure(error: BaseException) -> BaseException | None:
     return None
 
 
-def push_from_training_args(training_args, model_dir: str | os.PathLike | None = None, **push_kwargs) -> CommitInfo:
-    """`push_model_dir` with the Trainer's `--push_to_hub` arguments: repository `hub_model_id` (default: the
-    output folder's name, in the token owner's namespace), `hub_token`, `hub_private_repo`, `hub_revision`.
-    `model_dir` defaults to `output_dir`. Build the Trainer with `push_to_hub=False` and call this at the end:
-    the Trainer's own pushes would replace this package's model card with its generic one."""
-    model_dir = Path(model_dir if model_dir is not None else training_args.output_dir)
+def push_from_training_args(training_args) -> CommitInfo:
+    """`push_model_dir` of `output_dir` with the Trainer's `--push_to_hub` arguments: repository `push_repo_id`,
+    `hub_token`, `hub_private_repo`, `hub_revision`. Build the Trainer with `push_to_hub=False` and call this at the
+    end: the Trainer's own pushes would replace this package's model card with its generic one."""
     return push_model_dir(
-        model_dir,
-        training_args.hub_model_id or model_dir.resolve().name,
+        training_args.output_dir,
+        push_repo_id(training_args),
         token=training_args.hub_token,
         private=training_args.hub_private_repo,
         revision=training_args.hub_revision,
-        **push_kwargs,
     )
+
+
+def push_repo_id(training_args) -> str:
+    """The repository `--push_to_hub` pushes to: `hub_model_id`, else the output folder's name (in the token owner's
+    namespace)."""
+    return training_args.hub_model_id or Path(training_args.output_dir).resolve().name
 
 
 def check_model_dir(model_dir: str | os.PathLike) -> Path:

@@ -65,7 +65,7 @@ _UNSET = {"lr_scheduler_kwargs": ({},), "max_steps": (-1,), "warmup_steps": (0,)
 # warm up by themselves with `warmup_steps` whatever the schedule (trainer_optimizer.py).
 _SCHEDULES_WITHOUT_WARMUP = {"constant", "reduce_lr_on_plateau", "greedy"}
 _OPTIMIZERS_WITH_WARMUP = {"schedule_free_adamw", "schedule_free_sgd"}
-# Optimizers that the Trainer gives `adam_beta1`, `adam_beta2` and `adam_epsilon` (transformers 5.23's
+# Optimizers that the Trainer gives `adam_beta1`, `adam_beta2` and `adam_epsilon` (transformers 5.23's and 5.24's
 # trainer_optimizer.py; the Lion ones take the betas alone); the others (sgd, adafactor, adagrad, rmsprop, galore,
 # lomo, grokadamw, ...) ignore them. A name unknown here counts as Adam if it starts with "adam".
 _ADAM_OPTIMIZERS = {

@@ -27,7 +27,7 @@ from .batching import BucketPaddingCollator, TokenBatchSampler
 from .chunked_loss import cross_entropy_sum
 from .distributed import (
     check_fsdp_version,
-    check_resumable,
+    check_launch_resumes,
     enable_requested_fsdp,
     own_class,
     share_one_embedding_module,
@@ -197,7 +197,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
 
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         if self.is_fsdp_enabled and isinstance(resume_from_checkpoint, str):
-            check_resumable(resume_from_checkpoint)
+            check_launch_resumes(resume_from_checkpoint)
         self._parameters_for_flops = None  # counted again for each run, once
         self._sentences_trained = 0  # this call's: the Trainer's speed metrics count only this call's steps
         self._target_tokens, self._interval_start = 0, None
@@ -250,7 +250,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     def _outside_training_time(self):
         """An evaluation or a checkpoint during training: its time is left out of `target_tokens_per_second`. The
         device first finishes the training steps queued, whose time is training (no step waits on it otherwise)."""
-        if self.args.device.type != "cpu" and hasattr(torch, "accelerator"):
+        if self.args.device.type != "cpu":
             torch.accelerator.synchronize()
         start = time.perf_counter()
         try:

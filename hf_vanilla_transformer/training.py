@@ -1,9 +1,10 @@
 """The main job: train, evaluate and translate with Seq2SeqTrainer and the paper's recipe (section 5).
 
 `scripts/train_translation.py` is a thin wrapper over `main()`. Arguments are parsed by HfArgumentParser over
-`ModelArguments`, `DataArguments` and the Trainer's own `Seq2SeqTrainingArguments` (plus `--max_tokens_per_batch`),
-in the style of transformers' translation example. The paper's recipe is the default; every part of it is a
-usual Trainer flag, and a flag given on the command line wins.
+`ModelArguments`, `DataArguments` and `TokenBatchingSeq2SeqTrainingArguments` (the Trainer's own
+`Seq2SeqTrainingArguments` plus `--max_tokens_per_batch` and the script's flags: `--bucket_shapes`,
+`--average_last_checkpoints`, ...), in the style of transformers' translation example. The paper's recipe is the
+default; every part of it is a usual Trainer flag, and a flag given on the command line wins.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from .data import (
     tokenize_translation_datasets,
 )
 from .distributed import check_fsdp_launch, check_replicas_agree, fsdp_requested, holds_whole_fsdp_weights
-from .distributed import check_resumable as check_launch_resumes, whole_fsdp_weights_advice
+from .distributed import check_launch_resumes, whole_fsdp_weights_advice
 from .errors import InputError, first_line, one_line_errors, sibling_script
 from .hub import (
     check_push_target,
@@ -65,6 +66,7 @@ from .hub import (
     loading_from,
     model_location,
     push_from_training_args,
+    push_repo_id,
 )
 from .metrics import bleu_tokenizer, language_code, make_compute_metrics, reference_texts, sacrebleu_signatures
 from .model_card import CARD_INPUTS_FILE, save_model_card
@@ -134,7 +136,7 @@ GPU_DEFAULTS = {
 }
 
 # The built-in number-words corpus is tiny next to WMT: a small model learns it in minutes on a laptop CPU, and
-# with ~20k sentence pairs of batch 64 a 4000-step warmup would be most of the run, so warmup is shorter. A
+# with 10k training pairs of batch 64 a 4000-step warmup would be most of the run, so warmup is shorter. A
 # 550-token vocabulary splits German numbers into their parts (drei|undneunzigtausend|zwei|hundertvier|...) and
 # keeps "million" whole (with 500 it was 7 letters the model had to copy, and came out "mililion"). The
 # paper's peak rate for this model and warmup, 4.4e-3, made the last epochs jumpy and the rare words (zwölf, null)
@@ -334,13 +336,15 @@ def given_values(argv: list[str], *names: str) -> dict[str, str]:
 
 
 def check_best_model_flags(training_args, data_args) -> None:
-    """--load_best_model_at_end and --metric_for_best_model: a metric that evaluation reports (the Trainer looks it
-    up only after the first evaluation, with a KeyError), and no checkpoint averaging, which would replace the best
-    model without a word."""
+    """--save_strategy best, --load_best_model_at_end and --metric_for_best_model: an evaluation during training to
+    choose by, a metric that evaluation reports (the Trainer looks it up only after the first evaluation, with a
+    KeyError), and no checkpoint averaging, which would replace the best model without a word."""
     metric = training_args.metric_for_best_model
+    named = named_splits(data_args)
+    no_validation = named is not None and "validation" not in named
+    evaluates_none = training_args.eval_strategy == IntervalStrategy.NO or no_validation
     if training_args.save_strategy == SaveStrategy.BEST:  # transformers: a traceback, after the data work
-        named = named_splits(data_args)
-        if training_args.eval_strategy == IntervalStrategy.NO or (named is not None and "validation" not in named):
+        if evaluates_none:
             raise InputError(
                 "--save_strategy best saves a checkpoint when an evaluation scores best, and there is none during "
                 "training (--eval_strategy no, or no validation data): give --eval_strategy epoch or steps and "
@@ -360,9 +364,7 @@ def check_best_model_flags(training_args, data_args) -> None:
                 f"--metric_for_best_model {metric}: evaluation reports {', '.join(known)} (with or without eval_); "
                 "choose one of those."
             )
-    named = named_splits(data_args)
-    if training_args.load_best_model_at_end and training_args.do_train and (
-            training_args.eval_strategy == IntervalStrategy.NO or (named is not None and "validation" not in named)):
+    if training_args.load_best_model_at_end and training_args.do_train and evaluates_none:
         raise InputError(  # the Trainer would keep the last model, without a word
             "--load_best_model_at_end keeps the checkpoint that scored best at an evaluation during training, and "
             "this run evaluates none (--eval_strategy no, or no validation data): give --eval_strategy epoch or "
@@ -900,9 +902,10 @@ def check_optimizer_and_schedule(training_args) -> None:
 
 def check_push_flags(training_args) -> None:
     """`--push_to_hub` can push: a valid repository id, a token, the Hub not switched off and its host name known
-    (checked with no request to the Hub, when the run starts rather than when parsing, so that a command line
-    parses on any machine)."""
-    repo_id = training_args.hub_model_id or Path(training_args.output_dir).resolve().name  # as pushed
+    (no request), then the token's account, its right to write and the repository's model type (one request each,
+    `check_push_account`). Checked when the run starts rather than when parsing, so that a command line parses on
+    any machine."""
+    repo_id = push_repo_id(training_args)
     try:
         check_push_target(repo_id, training_args.hub_token)
     except InputError as error:
@@ -1012,12 +1015,9 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
         if given:  # a model's own tokenizer is the one it learned: evaluating or fine-tuning it is not refused
             check_decodes_to_text(tokenizer, decoding_sample(raw_datasets, data_args.target_lang), name)
         return tokenizer
-    tokenizer = None
-    if training_args.process_index == 0:
-        tokenizer = resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
-    if training_args.world_size > 1:
-        tokenizer = broadcast_object_list([tokenizer], from_process=0)[0]
-    return tokenizer
+    return _as_the_main_process_sees(
+        training_args, lambda: resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
+    )
 
 
 def resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from: str | None):
@@ -1268,7 +1268,7 @@ def main(argv: list[str] | None = None) -> dict:
             try:
                 commit = push_from_training_args(training_args)
             except Exception as error:
-                repo_id = training_args.hub_model_id or Path(output_dir).resolve().name
+                repo_id = push_repo_id(training_args)
                 # the Hub's refusal, or ours (a repository of another model type)
                 message = str(error) if isinstance(error, InputError) else hub_error_message(error, repo_id)
                 if message is None:
@@ -1668,10 +1668,10 @@ def checkpoint_state(checkpoint: str | Path) -> dict:
 
 def check_resumable(checkpoint: str, model, training_args, data_args) -> None:
     """The checkpoint holds the model the flags build (its shape and dropout), was saved with the training flags and
-    languages given (`check_same_run`), lies before --max_steps and --output_dir's later checkpoints, and was written
-    under FSDP only if this run is under FSDP: otherwise resuming would be a size mismatch or a traceback inside
-    torch, a run going on unlike itself, or a step past the steps asked for. Another number of processes than the
-    checkpoint's is a warning."""
+    languages given (`check_same_run`), and lies before --max_steps and --output_dir's later checkpoints: otherwise
+    resuming would be a size mismatch or a traceback inside torch, a run going on unlike itself, or a step past the
+    steps asked for (whether this launch can resume FSDP's checkpoints is `check_launch_resumes`'). Another number of
+    processes than the checkpoint's is a warning."""
     config = Path(checkpoint) / "config.json"
     saved = json.loads(config.read_text()) if config.exists() else {}
     differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_SHAPE

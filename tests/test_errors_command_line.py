@@ -291,6 +291,8 @@ def test_own_data_without_languages_is_one_line_that_suggests_them(tmp_path, mon
     """Not argparse's 'the following arguments are required' after a usage block of some 150 lines."""
     write(tmp_path / "train.de", b"eins\n")
     write(tmp_path / "train.en", b"one\n")
+    write(tmp_path / "train.yaml", b"notes: two files of a format beside them are no languages\n")
+    write(tmp_path / "train.md", b"# notes\n")
     status, err = run_script("train_translation", "--output_dir", tmp_path / "out", "--train_prefix",
                              tmp_path / "train", monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and len(err.strip().splitlines()) == 1, err

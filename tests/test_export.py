@@ -17,7 +17,6 @@ from hf_vanilla_transformer.export import (  # noqa: E402
     ctranslate2_spec,
     export_ctranslate2,
     placeholder_vocabulary,
-    translate_ids_with_ctranslate2,
 )
 
 EOS = 2
@@ -130,7 +129,7 @@ def test_same_translations_as_generate(exported, sources, num_beams, length_pena
     input_ids, attention_mask = sources
     options = dict(num_beams=num_beams, length_penalty=length_penalty, max_new_tokens=20)
     ours = model.generate(input_ids, attention_mask=attention_mask, **options)
-    theirs = translate_ids_with_ctranslate2(out_dir, input_ids, attention_mask, **options)
+    theirs = CTranslate2Translator(out_dir).translate(input_ids, attention_mask, **options)
     ours = [up_to_eos(row) for row in ours.tolist()]
     assert theirs == ours
     lengths = {len(row) for row in ours}
@@ -180,7 +179,7 @@ def test_int8_export_translates_and_leaves_the_model_alone(exported, sources, tm
     out_dir = export_ctranslate2(model, tmp_path / "int8", quantization="int8")
     assert all(torch.equal(tensor, weights[name]) for name, tensor in model.state_dict().items())
     input_ids, attention_mask = sources
-    translations = translate_ids_with_ctranslate2(out_dir, input_ids, attention_mask, max_new_tokens=20)
+    translations = CTranslate2Translator(out_dir).translate(input_ids, attention_mask, max_new_tokens=20)
     assert len(translations) == len(input_ids) and all(0 < len(row) <= 20 for row in translations)
 
 
@@ -202,7 +201,7 @@ def test_script_exports_a_saved_directory_with_its_tokenizer(tmp_path):
     assert vocabulary == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))]
     batch = tokenizer(["ein Hund spielt", "two children"], return_tensors="pt", padding=True)
     ours = model.generate(**batch, num_beams=4, max_new_tokens=8)
-    theirs = translate_ids_with_ctranslate2(out_dir, batch["input_ids"], batch["attention_mask"], max_new_tokens=8)
+    theirs = CTranslate2Translator(out_dir).translate(batch["input_ids"], batch["attention_mask"], max_new_tokens=8)
     assert theirs == [up_to_eos(row) for row in ours.tolist()]
 
 

@@ -20,9 +20,10 @@ from tiny_translation_model import make_tiny_model_dir
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig, pipeline
 
 from hf_vanilla_transformer import VanillaTransformerConfig
-from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints, run_checkpoints
+from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
 from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
+from hf_vanilla_transformer.trainer import run_checkpoints
 from hf_vanilla_transformer.training import card_example, load_or_build_model, main, model_config, parse_arguments
 from hf_vanilla_transformer.training_curves import curves, plot_training_curves
 

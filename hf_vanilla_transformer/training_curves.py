@@ -21,9 +21,11 @@ CAPTION_KEY = "Description"  # the PNG text chunk of the caption (a keyword the 
 
 def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
     """(step, value) series: `loss` (training), `eval_loss`, `eval_bleu` during training, and `final_bleu`, the
-    evaluation logged after training ended (of the run's model: the average of the last checkpoints, if averaged)."""
+    evaluation logged after training ended (of the run's model: the average of the last checkpoints, if averaged).
+    A run shorter than --logging_steps logs no training loss: `loss` is then the run's mean (`train_loss`), at its
+    last step, and `mean_loss` says so."""
     end = next((i for i, entry in enumerate(log_history) if "train_runtime" in entry), len(log_history))
-    series = {"loss": [], "eval_loss": [], "eval_bleu": [], "final_bleu": []}
+    series = {"loss": [], "eval_loss": [], "eval_bleu": [], "final_bleu": [], "mean_loss": []}
     for i, entry in enumerate(log_history):
         after = i > end
         if "loss" in entry:
@@ -32,6 +34,8 @@ def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
             series["eval_loss"].append((entry["step"], entry["eval_loss"]))
         if "eval_bleu" in entry:
             series["final_bleu" if after else "eval_bleu"].append((entry["step"], entry["eval_bleu"]))
+    if not series["loss"] and end < len(log_history) and "train_loss" in log_history[end]:
+        series["mean_loss"] = [(log_history[end]["step"], log_history[end]["train_loss"])]
     return series
 
 
@@ -64,6 +68,9 @@ def draw_training_curves(
         return None
     figure, loss_axis = plt.subplots(figsize=(7, 4.5), dpi=120, layout="constrained")
     lines = []
+    if series["mean_loss"]:
+        lines += loss_axis.plot(*zip(*series["mean_loss"]), color="tab:blue", marker="o", linestyle="none",
+                                label="training loss, the run's mean (fewer steps than --logging_steps)")
     if series["loss"]:  # a line through a few points hides them (one point draws nothing): mark them
         few = len(series["loss"]) < _FEW_POINTS
         lines += loss_axis.plot(*zip(*series["loss"]), color="tab:blue", marker="o" if few else None, markersize=4,
@@ -72,7 +79,13 @@ def draw_training_curves(
         lines += loss_axis.plot(*zip(*series["eval_loss"]), color="tab:blue", linestyle="--", marker=".",
                                 label="validation loss")
     loss_axis.set_xlabel("step")
-    loss_axis.set_ylabel(_loss_axis_label(label_smoothing), color="tab:blue")
+    last_step = max(step for points in series.values() for step, _ in points)
+    if last_step > 0:  # from the start of training, with room for the last point's marker
+        loss_axis.set_xlim(0, last_step * 1.04)
+    if series["loss"] or series["eval_loss"] or series["mean_loss"]:
+        loss_axis.set_ylabel(_loss_axis_label(label_smoothing), color="tab:blue")
+    else:  # no loss to read off it
+        loss_axis.set_yticks([])
     bleus = series["eval_bleu"] + series["final_bleu"]
     if bleus:
         bleu_axis = loss_axis.twinx()
@@ -85,11 +98,12 @@ def draw_training_curves(
         bleu_axis.set_ylabel(_bleu_axis_label(num_beams), color="tab:orange")
         top = max(value for _, value in bleus) * 1.15 + 1
         top = top if top <= 100 else 105  # room above 100 for the final star's upper half
-        bleu_axis.set_ylim(0, top)
+        bottom = -0.04 * top  # room below 0 for the lower half of a point at BLEU 0
+        bleu_axis.set_ylim(bottom, top)
         bleu_axis.set_yticks([tick for tick in bleu_axis.get_yticks() if 0 <= tick <= min(top, 100)])
-        bleu_axis.set_ylim(0, top)  # setting ticks widens the axis to the last one
-    drawn = [name for name, shown in (("training loss", series["loss"]), ("validation loss", series["eval_loss"]),
-                                      ("validation BLEU", bleus)) if shown]
+        bleu_axis.set_ylim(bottom, top)  # setting ticks widens the axis to the last one
+    drawn = [name for name, shown in (("training loss", series["loss"] or series["mean_loss"]),
+                                      ("validation loss", series["eval_loss"]), ("validation BLEU", bleus)) if shown]
     title = ", ".join(drawn)
     loss_axis.set_title(title[0].upper() + title[1:])
     loss_axis.grid(alpha=0.3)
@@ -104,6 +118,7 @@ def curves_caption(log_history: list[dict], final_label: str = "the run's model"
     the training steps, and the validation BLEU of the run's model" for a run that did not evaluate while training
     (--eval_strategy no); None where it draws nothing."""
     series = curves(log_history)
+    series["loss"] = series["loss"] or series["mean_loss"]
     losses = [name for name, key in (("training", "loss"), ("validation", "eval_loss")) if series[key]]
     drawn = [" and ".join(losses) + " loss"] if losses else []
     drawn += ["validation BLEU"] if series["eval_bleu"] else []

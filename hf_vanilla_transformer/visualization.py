@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib
 import torch
 from matplotlib.figure import Figure
 
@@ -105,12 +106,16 @@ def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
     for token_id in ids:
         decoded, piece = tokenizer.decode([token_id]), tokenizer.convert_ids_to_tokens(token_id)
         text = decoded.strip()
-        if token_id in special or "\ufffd" in text:
+        if token_id in special:
             labels.append(piece)
             after_word = False
             continue
         # a word starts with a space: byte-level BPE's "Ġ", SentencePiece's "▁" (which a lone token decodes without)
         starts_word = decoded[:1].isspace() or piece[:1] in ("Ġ", "▁")
+        if "\ufffd" in text:  # part of a character's bytes: its byte-level form, on the word as any piece
+            labels.append(f"##{piece}" if after_word and not starts_word else piece)
+            after_word = True
+            continue
         continues = after_word and not starts_word and text[:1].isalnum()
         labels.append(f"##{text}" if continues else text or "␣")
         after_word = bool(text)
@@ -143,10 +148,11 @@ def attention_figure(
 
     # 0.22 inch a token, at least 2.4 inches a heatmap, and at most MAX_FIGURE_INCHES a side: a long sentence
     # labels every `step`-th token instead of making a PNG no viewer opens (a 60-word sentence drew 230 megapixels);
-    # each axis by its own length, so that a long source leaves every token of a short translation labelled
+    # each axis by its own length, so that a long source leaves every token of a short translation labelled. A
+    # 7-point label needs 0.12 inch: a smaller cell still labels every token where they fit.
     longest = max(len(query_tokens), len(key_tokens))
     cell = min(max(2.4, 0.22 * longest), MAX_FIGURE_INCHES / max(len(heads), len(layers)))
-    query_step, key_step = (max(1, math.ceil(0.22 * len(tokens) / cell)) for tokens in (query_tokens, key_tokens))
+    query_step, key_step = (max(1, math.ceil(0.12 * len(tokens) / cell)) for tokens in (query_tokens, key_tokens))
     if query_step > 1:
         query_axis = f"{query_axis} (1 token in {query_step} labelled)"
     if key_step > 1:
@@ -177,19 +183,31 @@ def plot_positional_encoding(
     path: str | os.PathLike,
     *,
     max_positions: int = 100,
-    dimensions: Sequence[int] = (4, 5, 6, 7),
+    dimensions: Sequence[int] | None = None,
 ) -> Path:
     """Save `positional_encoding_figure(...)` as a PNG at `path`; returns the path."""
     return _save(positional_encoding_figure(d_model, max_positions=max_positions, dimensions=dimensions), path)
 
 
+def spread_dimensions(d_model: int) -> list[int]:
+    """Four sine dimensions at 0, 1/8, 1/4 and 3/8 of `d_model`, whose wavelengths grow geometrically [3.5] from
+    2*pi to about 20, 63 and 200 positions at any d_model: the curves that show it. (The Annotated Transformer's 4-7
+    do at its d_model of 20; at 512 their wavelengths are all about 7 positions.)"""
+    return sorted({2 * round(fraction * d_model / 2) for fraction in (0, 1 / 8, 1 / 4, 3 / 8)} - {d_model})
+
+
+def wavelength(dimension: int, d_model: int) -> float:
+    """The wavelength in positions of an encoding dimension: 2*pi * 10000^(2i/d_model) for dimensions 2i and 2i+1."""
+    return 2 * math.pi * 10000 ** (2 * (dimension // 2) / d_model)
+
+
 def positional_encoding_figure(
-    d_model: int, *, max_positions: int = 100, dimensions: Sequence[int] = (4, 5, 6, 7)
+    d_model: int, *, max_positions: int = 100, dimensions: Sequence[int] | None = None
 ) -> Figure:
     """The sinusoidal encodings [3.5] of positions 0..max_positions-1: a heatmap of all `d_model` dimensions, and
-    the curves of `dimensions` (sine for even, cosine for odd ones, each at its own wavelength) as the Annotated
-    Transformer plots them."""
-    dimensions = check_dimensions(dimensions, d_model)
+    the curves of `dimensions` (default `spread_dimensions`; sine for even, cosine for odd ones), each labelled with
+    its wavelength."""
+    dimensions = check_dimensions(spread_dimensions(d_model) if dimensions is None else dimensions, d_model)
     encoding = sinusoidal_encoding(torch.arange(max_positions), d_model).numpy()
     figure = Figure(figsize=(10, 8), layout="constrained")
     heatmap, curves = figure.subplots(2, 1)
@@ -198,8 +216,11 @@ def positional_encoding_figure(
     heatmap.set_ylabel("position")
     heatmap.set_title(f"Sinusoidal position encodings, d_model = {d_model}")
     figure.colorbar(image, ax=heatmap, label="value")
-    for dimension in dimensions:
-        curves.plot(range(max_positions), encoding[:, dimension], label=f"dim {dimension}")
+    palette = matplotlib.colormaps["tab10" if len(dimensions) <= 10 else "viridis"]  # no colour twice
+    for index, dimension in enumerate(dimensions):
+        colour = palette(index if len(dimensions) <= 10 else index / (len(dimensions) - 1))
+        curves.plot(range(max_positions), encoding[:, dimension], color=colour,
+                    label=f"dim {dimension} (wavelength {wavelength(dimension, d_model):.3g})")
     curves.set_xlabel("position")
     curves.set_ylabel("value")
     curves.set_title("Encoding of chosen dimensions by position")
@@ -229,8 +250,8 @@ def check_dimensions(dimensions: Sequence[int], d_model: int) -> list[int]:
 
 
 def check_choices(
-    config, kinds: Sequence[str], *, layers=None, heads=None, dimensions: Sequence[int] = (4, 5, 6, 7)
-) -> tuple[list[int] | None, list[int] | None, list[int]]:
+    config, kinds: Sequence[str], *, layers=None, heads=None, dimensions: Sequence[int] | None = None
+) -> tuple[list[int] | None, list[int] | None, list[int] | None]:
     """(layers, heads, dimensions) as `plot_attention` and `plot_positional_encoding` take them, checked against a
     model's `config` before anything is computed: layers and heads (numbered from 1) within those of every one of
     `kinds` (the encoder's for "encoder", the decoder's for "decoder" and "cross"), dimensions within d_model;
@@ -246,7 +267,8 @@ def check_choices(
     return (
         None if layers is None else list(dict.fromkeys(layers)),
         None if heads is None else list(dict.fromkeys(heads)),
-        list(dict.fromkeys(dimensions)) if d_model is None else check_dimensions(dimensions, d_model),
+        None if dimensions is None else list(dict.fromkeys(dimensions)) if d_model is None
+        else check_dimensions(dimensions, d_model),
     )
 
 

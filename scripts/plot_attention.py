@@ -39,8 +39,9 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
                         help="which attentions to draw (default: all three)")
     parser.add_argument("--max_positions", type=int, default=100,
                         help="positions in the position-encoding plot (default: 100)")
-    parser.add_argument("--dimensions", type=int, nargs="+", default=[4, 5, 6, 7], metavar="D",
-                        help="encoding dimensions to draw as curves (default: 4 5 6 7, as the Annotated Transformer)")
+    parser.add_argument("--dimensions", type=int, nargs="+", metavar="D",
+                        help="encoding dimensions to draw as curves (default: four at 0, 1/8, 1/4 and 3/8 of d_model, "
+                             "whose wavelengths grow from 2 pi to about 200 positions)")
     parser.add_argument("--revision", default=None, help="branch, tag or commit of a Hub model")
     args = parser.parse_args(argv)
     from hf_vanilla_transformer.pipeline_translation import normalize_text
@@ -49,8 +50,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         parser.error("The sentence is empty.")
     if args.target is not None and not args.target.strip():
         parser.error("--target is empty: give a translation to draw, or leave --target out to draw the model's own.")
-    if args.max_positions < 1:
-        parser.error(f"--max_positions must be at least 1, got {args.max_positions}.")
+    if args.max_positions < 2:
+        parser.error(f"--max_positions must be at least 2 (a curve needs two positions), got {args.max_positions}.")
     output_dir = Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         parser.error(f"-o {args.output_dir} is a file: give a folder for the PNGs (made if missing).")

@@ -1,5 +1,7 @@
 """Attention heatmaps (encoder self-, decoder self-, cross-attention) and the position-encoding plot."""
 
+import math
+
 import matplotlib.image
 import pytest
 import torch
@@ -57,6 +59,25 @@ def test_pieces_of_a_character_are_labelled_by_their_bytes(model_and_tokenizer):
     ids = tokenizer("Hund 🐶 中文", add_special_tokens=False)["input_ids"]
     labels = token_labels(tokenizer, ids)
     assert "".join(labels).replace("##", "").startswith("Hund") and not any("\ufffd" in label for label in labels)
+    # the pieces after a character's bytes go on the same word: "Ölfass" read "Ã ĸ l ##f ##ass", a word "l"
+    ids = tokenizer("Ölfass", add_special_tokens=False)["input_ids"]
+    pieces = [tokenizer.convert_ids_to_tokens(i) for i in ids]
+    assert "\ufffd" in tokenizer.decode(ids[:1])  # this tokenizer splits the Ö into its bytes
+    labels = token_labels(tokenizer, ids)
+    assert labels[0] == pieces[0] and all(label.startswith("##") for label in labels[1:]), labels
+
+
+def test_a_sentence_of_30_tokens_is_labelled_whole_in_the_paper_models_8_heads():
+    """At 0.22 inch a token labels were thinned ("1 token in 2 labelled") from 23 tokens on with 8 heads, where a
+    7-point label has room: 0.12 inch is enough."""
+    from hf_vanilla_transformer.visualization import AttentionMaps, attention_figure
+
+    tokens = [f"w{i}" for i in range(30)]
+    weights = torch.rand(1, 8, 30, 30).softmax(-1)
+    maps = AttentionMaps(source_tokens=tokens, target_tokens=tokens, encoder=weights, decoder=weights, cross=weights)
+    figure = attention_figure(maps, "encoder")
+    labelled = [label.get_text() for label in figure.axes[0].get_yticklabels()]
+    assert labelled == tokens and "labelled" not in figure.axes[0].get_ylabel()
 
 
 def test_pieces_that_go_on_a_word_are_marked(model_and_tokenizer):
@@ -103,6 +124,26 @@ def test_plot_positional_encoding(tmp_path):
         plot_positional_encoding(32, tmp_path / "bad.png", dimensions=[40])
 
 
+@pytest.mark.parametrize("d_model", [16, 128, 512, 1024])
+def test_the_default_encoding_curves_show_the_wavelengths_growing(d_model):
+    """The default curves were dimensions 4-7, as the Annotated Transformer drew them at d_model 20: at 512 their
+    wavelengths are all about 7 positions, four zigzags alike. Now four spread over d_model: 2 pi, ~20, ~63, ~200."""
+    from hf_vanilla_transformer.visualization import positional_encoding_figure, wavelength
+
+    figure = positional_encoding_figure(d_model)
+    curves = next(ax for ax in figure.axes if ax.get_title().startswith("Encoding of chosen dimensions"))
+    labels = [line.get_label() for line in curves.get_lines()]
+    dimensions = [int(label.split()[1]) for label in labels]
+    lengths = [wavelength(dimension, d_model) for dimension in dimensions]
+    assert dimensions[0] == 0 and len(dimensions) == 4 and all(d % 2 == 0 for d in dimensions)
+    assert lengths == pytest.approx([2 * math.pi, 19.9, 62.8, 198.7], rel=0.3 if d_model == 16 else 0.05)
+    assert labels[1] == f"dim {dimensions[1]} (wavelength {lengths[1]:.3g})"
+    many = positional_encoding_figure(d_model, dimensions=range(0, 16, 1) if d_model >= 16 else [0])
+    colours = [tuple(line.get_color()) if not isinstance(line.get_color(), str) else line.get_color()
+               for line in next(ax for ax in many.axes if ax.get_title().startswith("Encoding")).get_lines()]
+    assert len(set(colours)) == len(colours)  # more than 10 curves: no colour twice
+
+
 def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
     written = load_script("plot_attention").main(
         [str(model_dir), SENTENCE, "-o", str(tmp_path), "--layers", "1", "2", "--heads", "1", "4"])
@@ -120,7 +161,9 @@ def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
         (["MISSING", SENTENCE], "No model directory at"),
         (["MODEL", " "], "The sentence is empty"),
         (["MODEL", SENTENCE, "--heads", "5"], "Choose heads from 1 to 4"),
-        (["MODEL", SENTENCE, "--max_positions", "0"], "--max_positions must be at least 1, got 0"),
+        (["MODEL", SENTENCE, "--max_positions", "0"], "--max_positions must be at least 2 (a curve needs two "
+         "positions), got 0"),
+        (["MODEL", SENTENCE, "--max_positions", "1"], "--max_positions must be at least 2"),
         (["MODEL", SENTENCE, "-o", "FILE"], "is a file: give a folder for the PNGs"),
         (["MODEL", SENTENCE, "-o", "FILE/plots"], "Cannot write the plots into"),
         (["MODEL", SENTENCE, "--target", " "], "--target is empty"),
@@ -236,10 +279,10 @@ def test_a_layer_head_or_dimension_given_twice_is_drawn_once(maps):
     assert [ax.get_title() for ax in heatmaps] == ["layer 1/2, head 2/4"]
     figure = positional_encoding_figure(32, dimensions=[4, 4, 5])
     curves = next(ax for ax in figure.axes if ax.get_title().startswith("Encoding of chosen dimensions"))
-    assert [line.get_label() for line in curves.get_lines()] == ["dim 4", "dim 5"]
+    assert [line.get_label() for line in curves.get_lines()] == ["dim 4 (wavelength 19.9)", "dim 5 (wavelength 19.9)"]
     # the legend in a row under the curves (inside the axes it hid the peaks of the curves)
     assert curves.get_legend() is None and [text.get_text() for text in figure.legends[0].get_texts()] == [
-        "dim 4", "dim 5"]
+        "dim 4 (wavelength 19.9)", "dim 5 (wavelength 19.9)"]
     from hf_vanilla_transformer import VanillaTransformerConfig
 
     small = VanillaTransformerConfig(d_model=32, encoder_layers=3, decoder_layers=2, encoder_attention_heads=4,

@@ -131,8 +131,29 @@ def test_the_png_carries_a_caption_naming_the_curves_drawn(tmp_path):
         "Training and validation loss and validation BLEU over the training steps")
     assert curves_caption([entry for entry in training_only if "loss" in entry]) == (
         "Training loss over the training steps")
-    assert curves_caption(typical_history()[-2:]) == "The validation BLEU of the run's model"  # no loss logged yet
+    assert curves_caption(typical_history()[-2:]) == (  # no loss logged: the run's mean is drawn
+        "Training loss over the training steps, and the validation BLEU of the run's model")
+    no_loss = [{"train_runtime": 1.0, "step": 3}, {"eval_bleu": 1.0, "step": 3}]
+    assert curves_caption(no_loss) == "The validation BLEU of the run's model"
     assert curves_caption([]) is None
     path = plot_training_curves(training_only, tmp_path / "curves.png", averaged, num_beams=4)
     with Image.open(path) as image:
         assert image.text[CAPTION_KEY] == curves_caption(training_only, averaged)
+
+
+def test_a_run_shorter_than_its_logging_steps_shows_its_mean_training_loss(draw):
+    """--max_steps 8 with --logging_steps 50 logs no training loss: the plot had an empty loss axis labelled as one,
+    a step axis from 7.6 to 8.4 and a half-drawn star; it shows the run's mean loss (train_loss) at its last step."""
+    history = [{"train_runtime": 3.0, "train_loss": 6.2, "step": 8},
+               {"eval_loss": 6.0, "eval_bleu": 0.0, "eval_samples": 30, "step": 8}]
+    loss_axis, bleu_axis = draw(history).axes
+    (line,) = [line for line in loss_axis.get_lines() if line.get_label().startswith("training loss, the run's mean")]
+    assert list(line.get_xydata()[0]) == [8, 6.2] and line.get_marker() == "o"
+    assert loss_axis.get_xlim()[0] == 0 and loss_axis.get_xlim()[1] > 8
+    assert loss_axis.get_title() == "Training loss, validation BLEU"
+    assert bleu_axis.get_ylim()[0] < 0  # a BLEU of 0 is drawn whole, not half under the axis
+    from hf_vanilla_transformer.training_curves import curves_caption
+
+    assert curves_caption(history).startswith("Training loss over the training steps")
+    no_loss = [{"train_runtime": 3.0, "step": 8}, {"eval_bleu": 0.0, "eval_samples": 30, "step": 8}]
+    assert not draw(no_loss).axes[0].get_yticks().size  # nothing on the loss axis: no ticks as if there were

@@ -124,9 +124,9 @@ class TokenBatchingSeq2SeqTrainingArguments(Seq2SeqTrainingArguments):
         return super()._setup_devices
 
 
-SCRIPT_FLAGS = {"bucket_shapes": False, "average_last_checkpoints": None, "overwrite_output_dir": False}
-"""The flags of `TokenBatchingSeq2SeqTrainingArguments` that the training script (`training.main`) acts on, with
-their defaults: it builds the bucketing collator, averages the checkpoints and clears the output folder."""
+SCRIPT_FLAGS = ("bucket_shapes", "average_last_checkpoints", "overwrite_output_dir")
+"""The flags of `TokenBatchingSeq2SeqTrainingArguments` that the training script (`training.main`) acts on: it builds
+the bucketing collator, averages the checkpoints and clears the output folder."""
 
 
 class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
@@ -145,12 +145,14 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         training_args = kwargs["args"] if "args" in kwargs else args[1] if len(args) > 1 else None
         # known before the Trainer builds its Accelerator, which compiles for dynamic lengths with token batching
         self.max_tokens_per_batch = max_tokens_per_batch or getattr(training_args, "max_tokens_per_batch", None)
-        ignored = [name for name, default in SCRIPT_FLAGS.items() if getattr(training_args, name, default) != default]
+        ignored = [name for name in SCRIPT_FLAGS if getattr(training_args, name, None)]  # 0 averages nothing
+        if isinstance(kwargs.get("data_collator"), BucketPaddingCollator):  # the bucketing built by hand too
+            ignored = [name for name in ignored if name != "bucket_shapes"]
         if ignored and run_settings is None:  # the training script always passes its run's settings
             logger.warning(
-                "%s: the training script's (scripts/train_translation.py) flags, which a trainer made by hand ignores "
-                "(the script builds the bucketing collator, averages checkpoints after training, clears the output "
-                "folder).", ", ".join(f"--{name}" for name in ignored)
+                "%s: %s of the training script (scripts/train_translation.py), which a trainer made by hand ignores: "
+                "the script builds the bucketing collator, averages checkpoints after training and clears the output "
+                "folder.", ", ".join(f"--{name}" for name in ignored), "a flag" if len(ignored) == 1 else "flags"
             )
         self._model_is_ours: tuple[torch.nn.Module, bool] | None = None  # (model, whether it is ours), see compute_loss
         super().__init__(*args, **kwargs)
@@ -616,7 +618,6 @@ def order_checkpoint_times_by_step(run_dir: str | Path) -> None:
     now = time.time()  # and before the checkpoints this run saves
     for age, folder in enumerate(reversed(checkpoints), 1):  # a second apart, as file systems keep whole seconds
         os.utime(folder, (now - age, now - age))
-
 
 
 def last_complete_checkpoint(output_dir: str | Path) -> Path | None:

@@ -22,8 +22,8 @@ CAPTION_KEY = "Description"  # the PNG text chunk of the caption (a keyword the 
 def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
     """(step, value) series: `loss` (training), `eval_loss`, `eval_bleu` during training, and `final_bleu`, the
     evaluation logged after training ended (of the run's model: the average of the last checkpoints, if averaged).
-    A run shorter than --logging_steps logs no training loss: `loss` is then the run's mean (`train_loss`), at its
-    last step, and `mean_loss` says so."""
+    A run that logged no training loss during training (fewer steps than --logging_steps, or --logging_strategy no)
+    has `mean_loss` instead: the run's mean (`train_loss`), at its last step."""
     end = next((i for i, entry in enumerate(log_history) if "train_runtime" in entry), len(log_history))
     series = {"loss": [], "eval_loss": [], "eval_bleu": [], "final_bleu": [], "mean_loss": []}
     for i, entry in enumerate(log_history):
@@ -70,7 +70,7 @@ def draw_training_curves(
     lines = []
     if series["mean_loss"]:
         lines += loss_axis.plot(*zip(*series["mean_loss"]), color="tab:blue", marker="o", linestyle="none",
-                                label="training loss, the run's mean (fewer steps than --logging_steps)")
+                                label="training loss, the run's mean (none logged during training)")
     if series["loss"]:  # a line through a few points hides them (one point draws nothing): mark them
         few = len(series["loss"]) < _FEW_POINTS
         lines += loss_axis.plot(*zip(*series["loss"]), color="tab:blue", marker="o" if few else None, markersize=4,

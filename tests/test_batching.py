@@ -222,7 +222,12 @@ def test_a_trainer_made_by_hand_says_it_ignores_the_scripts_flags(tmp_path, capl
         trainer_for(tmp_path, tokenized_dataset(40))
         assert "flags, which a trainer made by hand ignores" not in caplog.text
         trainer_for(tmp_path, tokenized_dataset(40), average_last_checkpoints=3, overwrite_output_dir=True)
-    assert "--average_last_checkpoints, --overwrite_output_dir: the training script's" in caplog.text
+    assert "--average_last_checkpoints, --overwrite_output_dir: flags of the training script" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.trainer"):
+        trainer_for(tmp_path, tokenized_dataset(40), average_last_checkpoints=0)  # "0: no averaging"
+    assert "made by hand ignores" not in caplog.text
+
 
 def test_trainer_under_two_simulated_ranks_gives_disjoint_equal_shares(tmp_path, monkeypatch):
     dataset = tokenized_dataset()

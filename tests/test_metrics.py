@@ -227,6 +227,8 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     assert lowercased["score"] == pytest.approx(scores["bleu"])
     assert lowercased["score"] == pytest.approx(sacrebleu.corpus_bleu(shouted, [REFERENCES], lowercase=True).score)
     assert metric.compute(predictions=CHINESE, references=CHINESE, tokenize="zh")["score"] == pytest.approx(100)
+    effective = metric.compute(predictions=["a dog"], references=["a dog runs"], use_effective_order=True)["score"]
+    assert effective == pytest.approx(sacrebleu.sentence_bleu("a dog", ["a dog runs"]).score)  # its default: True
     with pytest.raises(ValueError, match="one setting"):
         metric.compute(predictions=CHINESE, references=CHINESE, tokenize="zh", bleu_tokenize="13a")
 

@@ -333,6 +333,7 @@ def test_a_hook_on_the_input_embeddings_sees_the_forward(batch):
     assert model(**batch).loss == plain
     assert model.get_input_embeddings().weight is model.model.shared.weight is model.lm_head.weight
 
+
 def test_gradient_checkpointing_gives_the_same_gradients(batch):
     def gradients(checkpointing):
         model = make_model(dropout=0.0).train()

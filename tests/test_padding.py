@@ -76,7 +76,6 @@ def test_left_padded_decoder_inputs_with_their_mask(model):
     torch.testing.assert_close(padded[:, 2:], plain, atol=1e-5, rtol=1e-5)
 
 
-
 @pytest.mark.parametrize("num_beams", [1, 4])
 @pytest.mark.parametrize("cache_implementation", [None, "static"])
 def test_generate_continues_left_padded_prompts_as_unpadded_ones(model, cache_implementation, num_beams):

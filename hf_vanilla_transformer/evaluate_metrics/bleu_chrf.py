@@ -54,6 +54,8 @@ class BleuChrf(evaluate.Metric):
     def _compute(self, predictions, references, bleu_tokenize: str | None = None, tokenize: str | None = None,
                  **bleu_options) -> dict:
         """Corpus BLEU and chrF."""
+        if "use_effective_order" in bleu_options:  # evaluate's sacrebleu's name for sacrebleu.BLEU's effective_order
+            bleu_options["effective_order"] = bleu_options.pop("use_effective_order")
         if bleu_tokenize is not None and tokenize is not None and bleu_tokenize != tokenize:
             raise ValueError(f"bleu_tokenize={bleu_tokenize!r} and tokenize={tokenize!r} are one setting: give one.")
         tokenization = bleu_tokenize or tokenize or "13a"

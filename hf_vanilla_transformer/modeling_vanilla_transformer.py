@@ -41,7 +41,14 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 from .chunked_loss import cross_entropy_sum
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .generation import TranslationGenerationMixin
-from .input_checks import check_labels, check_mask, check_one_target_per_source, check_token_ids, may_skip_mask
+from .input_checks import (
+    check_is_tensor,
+    check_labels,
+    check_mask,
+    check_one_target_per_source,
+    check_token_ids,
+    may_skip_mask,
+)
 from .packed_linear import PrepackedLinear, forget_weights_edited_before_new_input
 
 # transformers 5.24 renamed the KV cache `past_key_values` to `cache`: in the forward arguments generate() passes, in
@@ -378,11 +385,13 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
             )
         batch, length = inputs_embeds.shape[:2]
         check_mask(f"{prefix}attention_mask", padding_mask, (batch, offset + length))
-        if position_ids is not None and tuple(position_ids.shape) != (batch, length):
-            raise ValueError(
-                f"`{prefix}position_ids` has shape {tuple(position_ids.shape)} but must be (batch, length) = "
-                f"{(batch, length)}, a position for each input token."
-            )
+        if position_ids is not None:
+            check_is_tensor(f"{prefix}position_ids", position_ids)
+            if tuple(position_ids.shape) != (batch, length):
+                raise ValueError(
+                    f"`{prefix}position_ids` has shape {tuple(position_ids.shape)} but must be (batch, length) = "
+                    f"{(batch, length)}, a position for each input token."
+                )
         if padding_mask is not None and padding_mask.dim() != 2:
             padding_mask = None  # a prepared 4-D mask: positions from the offset, or the ids given
         positions = self.embed_positions(length, offset, padding_mask, position_ids)
@@ -749,7 +758,9 @@ def translation_loss(
         )
     total = cross_entropy_sum(logits.flatten(0, 1), labels.flatten(), label_smoothing)
     count = labels.ne(-100).sum() if num_items_in_batch is None else num_items_in_batch
-    return total / torch.as_tensor(count, device=total.device).clamp(min=1)
+    if isinstance(count, torch.Tensor):
+        return total / count.to(total.device).clamp(min=1)
+    return total / max(count, 1)  # a number: no tensor made from it on the device (a copy that waits for it)
 
 
 __all__ = [

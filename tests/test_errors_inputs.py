@@ -55,6 +55,8 @@ TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
         (dict(input_ids=IDS, labels=TARGET.repeat(2, 1)), r"`labels` has batch size 4 but the sources 2: give one"),
         (dict(input_ids=IDS, labels=TARGET, decoder_position_ids=TARGET[:, :2]),
          r"`decoder_position_ids` has shape \(2, 2\) but must be \(batch, length\) = \(2, 3\)"),
+        (dict(input_ids=IDS, labels=TARGET, decoder_position_ids=[[0, 1, 2]] * 2),
+         r"`decoder_position_ids` must be a torch tensor, got a list"),
     ],
 )
 def test_bad_inputs_raise_value_errors_that_explain(model, inputs, message):

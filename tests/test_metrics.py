@@ -1,6 +1,7 @@
 """Tests for hf_vanilla_transformer.metrics: sacrebleu BLEU/chrF, Seq2SeqTrainer compute_metrics, offline evaluate."""
 
 import socket
+import sys
 import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
@@ -207,6 +208,11 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
 
     monkeypatch.setattr(evaluate.config, "HF_EVALUATE_OFFLINE", True)
     monkeypatch.setattr(evaluate.config, "HF_MODULES_CACHE", tmp_path / "modules")
+    # first on sys.path, before the user's modules cache, where transformers' remote code (another test, in this
+    # process) put it and where an `evaluate_modules` of an earlier load of the metric, by another hash, may lie
+    monkeypatch.syspath_prepend(str(tmp_path / "modules"))
+    for name in [name for name in sys.modules if name.split(".")[0] == "evaluate_modules"]:
+        monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(socket.socket, "connect", refuse_network)
     metric = evaluate.load(BLEU_CHRF_METRIC_PATH, cache_dir=str(tmp_path / "cache"))
     scores = metric.compute(predictions=HYPOTHESES, references=REFERENCES)

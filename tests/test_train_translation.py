@@ -135,7 +135,8 @@ def test_the_training_curves_show_validation_loss_and_the_final_model_apart(tmp_
                {"train_runtime": 9.0, "train_loss": 3.0, "step": 200},
                {"eval_loss": 2.8, "eval_bleu": 31.5, "eval_samples": 10, "step": 200}]  # the averaged model's
     assert curves(history) == {"loss": [(50, 5.0), (100, 3.0), (150, 2.5)], "eval_loss": [(100, 3.2), (200, 2.9)],
-                               "eval_bleu": [(100, 20.0), (200, 30.0)], "final_bleu": [(200, 31.5)]}
+                               "eval_bleu": [(100, 20.0), (200, 30.0)], "final_bleu": [(200, 31.5)],
+                               "mean_loss": []}  # losses were logged: no run's mean in their place
     assert plot_training_curves(history, tmp_path / "curves.png", final_label="the average").stat().st_size > 10_000
     assert plot_training_curves([], tmp_path / "none.png") is None
 

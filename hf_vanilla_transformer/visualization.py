@@ -191,8 +191,8 @@ def plot_positional_encoding(
 
 def spread_dimensions(d_model: int) -> list[int]:
     """Four sine dimensions at 0, 1/8, 1/4 and 3/8 of `d_model` (fewer below d_model 16), whose wavelengths grow
-    geometrically [3.5] from 2*pi to about 20, 63 and 200 positions at any d_model: the curves that show it. (The Annotated Transformer's 4-7
-    do at its d_model of 20; at 512 their wavelengths are all about 7 positions.)"""
+    geometrically [3.5] from 2*pi to about 20, 63 and 200 positions at any d_model: the curves that show it. (The
+    Annotated Transformer's 4-7 do at its d_model of 20; at 512 their wavelengths are all about 7 positions.)"""
     return sorted({2 * round(fraction * d_model / 2) for fraction in (0, 1 / 8, 1 / 4, 3 / 8)})
 
 

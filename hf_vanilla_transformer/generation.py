@@ -212,14 +212,14 @@ class TranslationGenerationMixin(GenerationMixin):
     def prepare_inputs_for_generation(self, input_ids: torch.Tensor, *args, **kwargs) -> dict:
         """GenerationMixin's, plus the decoder's positions where it turns a padded decoder prompt's mask
         (`decoder_attention_mask`) into a 4-D one (a static cache, for a compiled forward), from which the positions
-        could not be counted: each counts the real tokens before it [3.5], as in the model's forward."""
+        could not be counted: counted from the 2-D one as the model's forward counts them [3.5]."""
         padding = kwargs.get("decoder_attention_mask")
         inputs = super().prepare_inputs_for_generation(input_ids, *args, **kwargs)
         mask, ids = inputs.get("decoder_attention_mask"), inputs.get("decoder_input_ids")
         made_4d = not (isinstance(mask, torch.Tensor) and mask.dim() == 2)  # a 4-D tensor, or one per layer type
         if isinstance(padding, torch.Tensor) and padding.dim() == 2 and made_4d and ids is not None \
                 and inputs.get("decoder_position_ids") is None:
-            inputs["decoder_position_ids"] = (padding.long().cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1]:]
+            inputs["decoder_position_ids"] = self.get_decoder().embed_positions.count_positions(padding, ids.shape[1])
         return inputs
 
     def _expand_inputs_for_generation(self, expand_size=1, is_encoder_decoder=False, input_ids=None, **model_kwargs):

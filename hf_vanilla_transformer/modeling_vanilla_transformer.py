@@ -93,6 +93,12 @@ class VanillaTransformerPositionalEncoding(nn.Module):
             self.table = table.to(after.device, after.dtype)
         return self
 
+    @staticmethod
+    def count_positions(padding_mask: torch.Tensor, length: int) -> torch.Tensor:
+        """The positions of the last `length` of a (batch, offset + length) padding mask's tokens, each the number of
+        real tokens before it: padding on either side leaves a sentence's positions as they are."""
+        return (padding_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
+
     def forward(
         self,
         length: int,
@@ -107,7 +113,7 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         on either side leaves a sentence's encodings as they are; `position_ids` (batch, length) give them instead.
         Shape (batch, length, d_model) then."""
         if position_ids is None and padding_mask is not None:
-            position_ids = (padding_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]
+            position_ids = self.count_positions(padding_mask, length)
         if position_ids is not None:
             encoding = sinusoidal_encoding(position_ids.flatten(), self.d_model).to(self.table.dtype)
             return encoding.view(*position_ids.shape, self.d_model)

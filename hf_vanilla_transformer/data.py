@@ -588,10 +588,16 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
 
 
 def rows_with_text(dataset: Dataset, source_lang: str, target_lang: str) -> list[int]:
-    """The rows of a `translation` dataset whose source and target both hold text (not blank; a source of invisible
-    characters only, which `normalize_text` removes, is blank too, as the translation pipeline reads it)."""
-    return [row for row, pair in enumerate(dataset["translation"])
-            if normalize_text(pair[source_lang]) and pair[target_lang].strip()]
+    """The rows of a `translation` dataset whose source and target both hold text (`pair_has_text`)."""
+    return [row for row, pair in enumerate(dataset["translation"]) if pair_has_text(pair, source_lang, target_lang)]
+
+
+def pair_has_text(pair: dict | None, source_lang: str, target_lang: str) -> bool:
+    """Whether a `translation` pair's source and target are both strings and not blank. A source of invisible
+    characters only, which `normalize_text` removes, is blank too, as the translation pipeline reads it."""
+    return (isinstance(pair, dict)  # None: a JSON line without "translation" among lines with it
+            and all(isinstance(pair.get(lang), str) for lang in (source_lang, target_lang))
+            and bool(normalize_text(pair[source_lang]) and pair[target_lang].strip()))
 
 
 def _chosen_sources(args: TranslationDataArguments) -> list[str]:
@@ -1307,13 +1313,8 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
     """Leave out (and count, in a warning) the pairs whose source or target is missing (null), not a string, or
     blank, as empty lines of plain text are: they teach nothing, and a missing one would stop tokenization."""
 
-    def has_text(batch: dict) -> list[bool]:
-        return [isinstance(pair, dict)  # None: a JSON line without "translation" among lines with it
-                and all(isinstance(pair.get(lang), str) for lang in (source_lang, target_lang))
-                and normalize_text(pair[source_lang]) and pair[target_lang].strip()  # as the source is read
-                for pair in batch["translation"]]
-
-    kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")
+    kept = dataset.filter(lambda batch: [pair_has_text(pair, source_lang, target_lang) for pair in batch["translation"]],
+                          batched=True, desc=f"Checking the {split} pairs")
     if len(kept) == len(dataset):
         return dataset
     logger.warning(
@@ -1392,8 +1393,7 @@ def _warn_about_evaluation_data(datasets: DatasetDict, source_lang: str, target_
             logger.warning("The %s split's %s: are its files or columns swapped? Scored so, a model's BLEU says "
                            "nothing of it.", split, " and its ".join(misread))
         known = _pairs_also_in(dataset, train, source_lang, target_lang)
-        scored = sum(all(isinstance(pair[lang], str) and pair[lang].strip() for lang in (source_lang, target_lang))
-                     for pair in dataset["translation"])
+        scored = len(rows_with_text(dataset, source_lang, target_lang))
         if known >= max(1, scored / 5):  # of the pairs scored: blank ones are kept in place, not translated
             logger.warning(
                 "%d of the %d %s pairs are training pairs too: its scores measure how well the model remembers "

@@ -498,8 +498,8 @@ def divergence_message(loss: float, first: int, last: int, learning_rate: float 
     message = f"Training diverged: the training loss became {loss} {steps}{rate}. Try {', '.join(advice[:-1])} " \
               f"or {advice[-1]}."
     # checkpoint-<step> holds the weights after that step, which the next step's loss is computed from
-    saved = [c for c in run_checkpoints(args.output_dir) if is_complete_checkpoint(c)]
-    before = [c for c in saved if int(c.name.split("-")[1]) < first - 1]
+    saved = complete_checkpoints(args.output_dir)
+    before = [c for c in saved if folder_step(c) < first - 1]
     if before:
         message += f" The last checkpoint saved before it is {before[-1]}"
         message += "; later ones may hold diverged weights." if len(before) < len(saved) else "."
@@ -601,7 +601,18 @@ def checkpoint_record(folder: str | Path) -> dict:
 def run_checkpoints(run_dir: str | Path) -> list[Path]:
     """The Trainer's `checkpoint-<step>` folders in `run_dir`, oldest first (none if it does not exist)."""
     found = [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
-    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+    return sorted(found, key=folder_step)
+
+
+def complete_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The checkpoints of `run_dir` that were written whole (`MarkCheckpointComplete`), oldest first: those a run
+    resumes from, averages and names as safe."""
+    return [folder for folder in run_checkpoints(run_dir) if is_complete_checkpoint(folder)]
+
+
+def folder_step(checkpoint: Path) -> int:
+    """The step in a `checkpoint-<step>` folder's name."""
+    return int(checkpoint.name.split("-")[1])
 
 
 def order_checkpoint_times_by_step(run_dir: str | Path) -> None:
@@ -622,11 +633,10 @@ def order_checkpoint_times_by_step(run_dir: str | Path) -> None:
 
 def last_complete_checkpoint(output_dir: str | Path) -> Path | None:
     """The latest `checkpoint-<step>` in `output_dir` that was written whole; incomplete ones are named in a warning."""
-    skipped = []
-    for folder in reversed(run_checkpoints(output_dir)):
-        if is_complete_checkpoint(folder):
-            if skipped:
-                logger.warning("Skipping incomplete checkpoints (the run was stopped while saving): %s", skipped)
-            return folder
-        skipped.append(folder.name)
-    return None
+    complete = complete_checkpoints(output_dir)
+    if not complete:
+        return None
+    skipped = [folder.name for folder in run_checkpoints(output_dir) if folder_step(folder) > folder_step(complete[-1])]
+    if skipped:
+        logger.warning("Skipping incomplete checkpoints (the run was stopped while saving): %s", skipped[::-1])
+    return complete[-1]

@@ -91,6 +91,7 @@ from .trainer import (
     close_progress_bar,
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
+    complete_checkpoints,
     is_complete_checkpoint,
     last_complete_checkpoint,
     readable_weights,
@@ -1184,7 +1185,6 @@ def main(argv: list[str] | None = None) -> dict:
         )
 
     check_token_ids_fit(tokenized, model.config.vocab_size)
-    collator_class = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
 
     # The Trainer's own push would upload its generic model card; this script pushes once, at the end, with ours.
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False
@@ -1205,7 +1205,7 @@ def main(argv: list[str] | None = None) -> dict:
         train_dataset=tokenized.get("train"),
         eval_dataset=tokenized.get("validation"),
         processing_class=tokenizer,
-        data_collator=collator_class(tokenizer, model=model, label_pad_token_id=-100),
+        data_collator=training_collator(training_args, tokenizer, model),
         compute_metrics=scoring["validation"],
         run_settings=run_settings(data_args),
     )
@@ -1389,13 +1389,20 @@ def train(trainer, resume_from: str | None) -> dict:
     return metrics
 
 
+def training_collator(training_args, tokenizer, model) -> DataCollatorForSeq2Seq:
+    """The batches' collator: padding to the bucketed shapes `TokenBatchSampler` counts under --bucket_shapes (the
+    default on CUDA), else to the batch's longest sequence; labels padded with -100, which the loss skips."""
+    collator_class = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
+    return collator_class(tokenizer, model=model, label_pad_token_id=-100)
+
+
 def average_last_checkpoints(trainer) -> int:
     """Give the trained model the mean weights of the run's last `--average_last_checkpoints` complete checkpoints
     (section 6.1); returns how many were averaged. Fewer are averaged, with a warning, if fewer were saved."""
     args = trainer.args
     trainer.accelerator.wait_for_everyone()  # every checkpoint is on disk
-    checkpoints = [c for c in run_checkpoints(args.output_dir)  # not those past the run's end (a run resumed before)
-                   if is_complete_checkpoint(c) and checkpoint_step(c) <= trainer.state.global_step]
+    # not those past the run's end, of a run resumed from an earlier step before
+    checkpoints = [c for c in complete_checkpoints(args.output_dir) if checkpoint_step(c) <= trainer.state.global_step]
     checkpoints = checkpoints[-args.average_last_checkpoints :]
     if len(checkpoints) < args.average_last_checkpoints and trainer.is_world_process_zero():  # once, not per process
         logger.warning(
@@ -1617,8 +1624,7 @@ def check_no_later_checkpoints(checkpoint: str, output_dir: str) -> None:
     the later ones, one by one, and until then resume from them (`--resume_from_checkpoint true`) and average them
     (`--average_last_checkpoints`) as its own."""
     step = checkpoint_step(checkpoint)
-    later = [folder for folder in run_checkpoints(output_dir)
-             if is_complete_checkpoint(folder) and checkpoint_step(folder) > step]
+    later = [folder for folder in complete_checkpoints(output_dir) if checkpoint_step(folder) > step]
     if later:
         names, aside = ", ".join(folder.name for folder in later), Path(output_dir) / "later"
         raise InputError(

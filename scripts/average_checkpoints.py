@@ -15,7 +15,7 @@ try:
     import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
     from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
     from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command
-    from hf_vanilla_transformer.trainer import is_complete_checkpoint, run_checkpoints
+    from hf_vanilla_transformer.trainer import complete_checkpoints, run_checkpoints
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
     sys.exit(130)
@@ -131,12 +131,12 @@ def main(argv=None):
     run_dir = os.path.normpath(args.run_dir)
     if not checkpoints and os.path.basename(run_dir).startswith("checkpoint-"):
         raise InputError(f"{args.run_dir} is a checkpoint, not a run: give the run's folder, {os.path.dirname(run_dir)}.")
-    complete = checkpoints
-    if any(is_complete_checkpoint(c) for c in checkpoints):  # the run marks the checkpoints it wrote whole
-        complete = [c for c in checkpoints if is_complete_checkpoint(c)]
-        if incomplete := [c.name for c in checkpoints if c not in complete]:  # skipped, as resuming skips them
-            print(f"Skipping incomplete checkpoints (the run was stopped while saving): {', '.join(incomplete)}",
-                  file=sys.stderr)
+    complete = complete_checkpoints(args.run_dir)  # those the run marked as written whole
+    if not complete:  # a run of an older version, which marked none
+        complete = checkpoints
+    elif incomplete := [c.name for c in checkpoints if c not in complete]:  # skipped, as resuming skips them
+        print(f"Skipping incomplete checkpoints (the run was stopped while saving): {', '.join(incomplete)}",
+              file=sys.stderr)
     if not complete:  # not "lower --last": there is nothing to average at all
         raise InputError(
             f"{args.run_dir} has no checkpoints (checkpoint-<step> folders): it is not a training run's folder. Give "

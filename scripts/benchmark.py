@@ -405,11 +405,10 @@ def run_training_script_loop(args, model) -> float:
     command line (the paper's recipe and the device's defaults), token batches of --batch_size x --seq_len."""
     from datasets import Dataset
     from tokenizers import Tokenizer, models
-    from transformers import DataCollatorForSeq2Seq, PreTrainedTokenizerFast, PrinterCallback, TrainerCallback
+    from transformers import PreTrainedTokenizerFast, PrinterCallback, TrainerCallback
 
-    from hf_vanilla_transformer.batching import BucketPaddingCollator
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
-    from hf_vanilla_transformer.training import parse_arguments, run_settings
+    from hf_vanilla_transformer.training import parse_arguments, run_settings, training_collator
 
     warmup, timed_steps = max(args.warmup_steps, 1), args.train_steps * args.repeats
     generator = torch.Generator().manual_seed(args.seed + 2)
@@ -446,10 +445,9 @@ def run_training_script_loop(args, model) -> float:
             if args.compile_mode is not None:
                 flags += ["--torch_compile_mode", args.compile_mode]
         _, data_args, training_args = parse_arguments(flags)
-        collator = BucketPaddingCollator if training_args.bucket_shapes else DataCollatorForSeq2Seq
         trainer = TokenBatchingSeq2SeqTrainer(
             model=model.train(), args=training_args, train_dataset=dataset,
-            data_collator=collator(tokenizer, model=model), callbacks=[clock := Clock()],
+            data_collator=training_collator(training_args, tokenizer, model), callbacks=[clock := Clock()],
             run_settings=run_settings(data_args),  # as the script makes it (without: a warning for its own flags)
         )
         trainer.remove_callback(PrinterCallback)  # its summary line would cut into the benchmark's output

@@ -21,6 +21,23 @@ PAPER_DECODING = {"num_beams": 4, "length_penalty": 0.6, "early_stopping": True}
 GNMT's `((5 + length) / 6)^0.6`, is not one a generation config can choose)."""
 
 
+def check_encoder_decoder_settings(guidance_scale: float | None, kwargs: dict) -> None:
+    """ValueError for what transformers' `generate()` does for decoder-only models alone, which an encoder-decoder
+    otherwise meets as an error about its forward's inputs."""
+    if guidance_scale is not None and guidance_scale != 1:
+        raise ValueError(
+            f"guidance_scale={guidance_scale}: transformers' classifier-free guidance scores the tokens without the "
+            "prompt by running the model on the decoder's tokens alone, as a decoder-only model, and a translation "
+            "model has no output without its source. Leave guidance_scale out (or 1)."
+        )
+    if kwargs.get("decoder_inputs_embeds") is not None:
+        raise ValueError(
+            "decoder_inputs_embeds: transformers' generate() continues a decoder prompt given as ids; pass it as "
+            "`decoder_input_ids` (the first id config.decoder_start_token_id), or call the model's forward with "
+            "decoder_inputs_embeds."
+        )
+
+
 class TranslationGenerationMixin(GenerationMixin):
     """`GenerationMixin` with the paper's decoding settings as defaults, for the Transformer's
     `VanillaTransformerForConditionalGeneration` (which calls `_default_to_the_papers_decoding` once made)."""
@@ -69,6 +86,7 @@ class TranslationGenerationMixin(GenerationMixin):
         beams = setting("num_beams")
         if beams is not None and beams < 1:  # transformers divides by it
             raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
+        check_encoder_decoder_settings(setting("guidance_scale"), kwargs)
         chosen = self._beam_settings(setting, beams or 1, kwargs)
         source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
         if source is not None and kwargs.get("inputs_embeds") is None:

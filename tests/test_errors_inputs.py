@@ -77,6 +77,12 @@ def test_generate_checks_its_inputs_too(model):
         model.generate(IDS[:0], max_new_tokens=3)
     with pytest.raises(ValueError, match=r"`num_beams` must be at least 1 \(1: greedy search\), got 0"):
         model.generate(IDS, num_beams=0)  # transformers' own: ZeroDivisionError
+    # what transformers does for decoder-only models alone: errors about the decoder's inputs before
+    with pytest.raises(ValueError, match=r"guidance_scale=1.5: .*decoder-only.*Leave guidance_scale out"):
+        model.generate(IDS, guidance_scale=1.5, max_new_tokens=3)
+    with pytest.raises(ValueError, match=r"decoder_inputs_embeds: .*pass it as `decoder_input_ids`"):
+        model.generate(IDS, decoder_inputs_embeds=torch.zeros(2, 1, 32), max_new_tokens=3)
+    model.generate(IDS, guidance_scale=1.0, max_new_tokens=3)  # no guidance: runs
 
 
 def test_valid_inputs_still_run(model):

@@ -1519,6 +1519,9 @@ def number_words_corpus(
     run's tokenizer reads it without case: `number_words_normalizer`). Each split has a `magnitude` column beside
     `translation`.
     """
+    for name, size in (("train_size", train_size), ("validation_size", validation_size), ("test_size", test_size)):
+        if size < 0:
+            raise ValueError(f"number_words_corpus: {name} must be 0 or more pairs, got {size}.")
     pools = _magnitude_pools()
     capacities = [len(pool) // _HELD_OUT_SHARE for pool in pools.values()]
     held_out = {"validation": _even_shares(validation_size, capacities), "test": _even_shares(test_size, capacities)}

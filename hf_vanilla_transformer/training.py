@@ -225,9 +225,10 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if len(argv) == 1 and argv[0].endswith((".json", ".yaml", ".yml")):
         argv = flags_from_file(argv[0])
     given = {arg.split("=")[0].lstrip("-").replace("-", "_") for arg in argv if arg.startswith("--")}  # both spellings
-    given_phases = given_phase_flags(argv)
+    given_phases = given_booleans(argv, *PHASES)
     phases = chosen_phases(given_phases)
-    defaults = recipe_defaults(given)
+    # --use_cpu false is the default, on a GPU its settings
+    defaults = recipe_defaults(given - {"use_cpu"} if given_booleans(argv, "use_cpu").get("use_cpu") is False else given)
     if not phases["do_eval"]:
         asked = given_values(argv, "eval_strategy").get("eval_strategy", "no")
         if given_phases.get("do_eval") is False and asked != "no":
@@ -242,7 +243,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = one_line_errors(HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments)))
     if {"-h", "--help"} & set(argv):
-        show_run_defaults_in_help(parser, defaults, builtin=not given & DATA_SOURCE_FLAGS)
+        show_run_defaults_in_help(parser, defaults, builtin=is_builtin_run(given))
     try:
         *parsed, unknown = parser.parse_args_into_dataclasses(args=default_argv + argv, return_remaining_strings=True)
     except ValueError as error:  # raised by the arguments' own checks, e.g. TrainingArguments.__post_init__
@@ -439,11 +440,11 @@ PHASES = {"do_train": "train", "do_eval": "validation", "do_predict": "test"}
 """The script's phases (the Trainer's flags) and the split each one needs."""
 
 
-def given_phase_flags(argv: list[str]) -> dict[str, bool]:
-    """The values of --do_train/--do_eval/--do_predict in `argv` (a bare flag is true); a value that is not a
-    boolean is left to the main parser to report."""
+def given_booleans(argv: list[str], *flags: str) -> dict[str, bool]:
+    """The values of the boolean `flags` in `argv` (a bare flag is true), e.g. --do_train/--do_eval/--do_predict; a
+    value that is not a boolean is left to the main parser to report."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    for flag in PHASES:
+    for flag in flags:
         parser.add_argument(f"--{flag}", f"--{flag.replace('_', '-')}", dest=flag, type=string_to_bool, nargs="?",
                             const=True)  # both spellings, as HfArgumentParser takes them
     try:
@@ -579,7 +580,7 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
     """The flags the run gets unless `given`: the paper's recipe, the small run when no data is named, and the
     settings of the machine it runs on."""
     defaults = dict(PAPER_RECIPE)
-    if not (given & DATA_SOURCE_FLAGS) - {"builtin_dataset"}:  # the built-in corpus, named or not
+    if is_builtin_run(given):
         defaults.update(BUILTIN_RUN)
     for kind in ("save", "eval"):  # --save_steps alone means saving by steps, as with transformers' own defaults
         if f"{kind}_steps" in given:
@@ -593,6 +594,11 @@ def recipe_defaults(given: set[str]) -> dict[str, str]:
     if not torch.accelerator.is_available():  # pinned memory speeds copies to an accelerator; without one torch warns
         defaults["dataloader_pin_memory"] = "false"
     return defaults
+
+
+def is_builtin_run(given: set[str]) -> bool:
+    """Whether a run with the flags `given` trains on the built-in corpus: it names no data, or the corpus itself."""
+    return not (given & DATA_SOURCE_FLAGS) - {"builtin_dataset"}
 
 
 def default_averaging_fits(training_args, given: set[str]) -> bool:
@@ -791,6 +797,9 @@ def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> No
         value = getattr(data_args, name)
         if value is not None and value < 1:
             raise InputError(f"--{name} must be at least 1, got {value}; leave it out to use the whole split.")
+    for name in ("number_words_train_size", "number_words_eval_size"):  # the built-in corpus' splits
+        if getattr(data_args, name) < 1:
+            raise InputError(f"--{name} must be at least 1 pair, got {getattr(data_args, name)}.")
     if data_args.max_length_chars is not None and data_args.max_length_chars < 1:
         raise InputError(f"--max_length_chars must be at least 1 character, got {data_args.max_length_chars}; leave it "
                          "out to train on pairs of any length.")
@@ -1155,6 +1164,13 @@ def main(argv: list[str] | None = None) -> dict:
             loaded[split] = loaded[split].select(range(min(limit, len(loaded[split]))))
     scored_rows = {split: rows_with_text(loaded[split], data_args.source_lang, data_args.target_lang)
                    for split in ("validation", "test") if split in loaded}
+    for split, rows in scored_rows.items():
+        if not rows:  # the split has pairs (load_translation_datasets checks), but not among the first ones
+            flag = "--max_eval_samples" if split == "validation" else "--max_predict_samples"
+            kept = split_sizes[split][0]
+            raise InputError(f"{flag} {kept} keeps the first {kept} {split} pair{'s' * (kept != 1)}, and "
+                             f"{'all are' if kept != 1 else 'it is'} blank: there is nothing to translate and score. "
+                             f"Raise {flag}.")
     raw_datasets = datasets.DatasetDict(loaded)  # the pairs translated and scored
     for split, rows in scored_rows.items():
         if len(rows) < len(loaded[split]):

@@ -221,6 +221,15 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
     return ["--vocab_size", "100"], ["--vocab_size 100 is smaller than the byte-level BPE's alphabet", "at least 260"]
 
 
+def evaluation_pairs_kept_all_blank(tmp):  # the empty split failed in `datasets` with a KeyError-like traceback
+    write(tmp / "t.de", "eins\nzwei\n".encode() * 20)
+    write(tmp / "t.en", b"one\ntwo\n" * 20)
+    write(tmp / "v.de", "\ndrei\nvier\n".encode())
+    write(tmp / "v.en", b"\nthree\nfour\n")
+    return ["--train_prefix", tmp / "t", "--validation_prefix", tmp / "v", "--max_eval_samples", "1"], [
+        "--max_eval_samples 1 keeps the first 1 validation pair, and it is blank", "Raise --max_eval_samples."]
+
+
 def flags_case(name, args, expected):
     """A case made of flags alone, named for its test id."""
     def make_case(tmp):
@@ -238,6 +247,8 @@ OUT_OF_RANGE = [
         "--label_smoothing_factor", "must lie in [0, 1), got 1.5"]),
     flags_case("adam_beta_not_below_1", ["--adam_beta2", "1.5"], ["--adam_beta2 must lie in [0, 1)", "got 1.5"]),
     flags_case("negative_weight_decay", ["--weight_decay", "-0.1"], ["--weight_decay must be 0 or more, got -0.1"]),
+    flags_case("negative_number_words_size", ["--number_words_eval_size", "-1"], [  # gave 899,909 pairs
+        "--number_words_eval_size must be at least 1 pair, got -1"]),
     flags_case("no_beams", ["--generation_num_beams", "0"], ["--generation_num_beams must be at least 1", "got 0"]),
     flags_case("room_for_no_token", ["--generation_max_length", "1"], [
         "--generation_max_length counts the start token, so it must be at least 2, got 1"]),
@@ -274,7 +285,7 @@ OUT_OF_RANGE = [
     an_empty_json_lines_file,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
-    no_layers, batches_smaller_than_a_sentence, *OUT_OF_RANGE,
+    no_layers, batches_smaller_than_a_sentence, evaluation_pairs_kept_all_blank, *OUT_OF_RANGE,
 ])
 def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
     args, expected = make_case(tmp_path)

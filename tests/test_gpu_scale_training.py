@@ -1,6 +1,7 @@
 """Training at GPU scale (issue 11): batches in a handful of shapes, steps that never wait on the device, the GPU
 defaults of the training script, and --torch_compile without a recompile per step. The CUDA tests skip on a CPU."""
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -227,14 +228,25 @@ def test_on_a_gpu_the_script_defaults_to_bucketed_shapes_and_workers_and_keeps_f
     assert {**on_gpu, **GPU_DEFAULTS} == on_gpu and GPU_DEFAULTS["bucket_shapes"] == "true"
     assert GPU_DEFAULTS["dataloader_num_workers"] == "2" and GPU_DEFAULTS["dataloader_persistent_workers"] == "true"
     assert "bucket_shapes" not in recipe_defaults({"use_cpu"})
+    from hf_vanilla_transformer import training
+
+    asked = []  # the flags given as recipe_defaults sees them: --use_cpu false is the GPU's default, not a CPU run
+    monkeypatch.setattr(training, "recipe_defaults", lambda given, defaults=training.recipe_defaults: asked.append(
+        given) or defaults(given))
+    for flags, on_cpu in [(["--use_cpu", "false"], False), (["--use_cpu=no"], False), (["--use_cpu"], True),
+                          (["--use_cpu", "true"], True)]:
+        with contextlib.suppress(Exception):  # the run itself may want a real GPU
+            parse_arguments(["--output_dir", str(tmp_path), *flags])
+        assert ("use_cpu" in asked.pop()) is on_cpu, flags
+    monkeypatch.undo()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
     assert on_gpu.get("dataloader_pin_memory", "true") == "true"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     _, _, as_on_gpu = parse_arguments(["--output_dir", str(tmp_path), *(f"--{k}={v}" for k, v in on_gpu.items())])
     assert as_on_gpu.bucket_shapes and as_on_gpu.dataloader_num_workers == 2 and as_on_gpu.optim == "adamw_torch_fused"
     assert as_on_gpu.accelerator_config.non_blocking  # a batch's copy to the GPU does not wait for the GPU
     # --dataloader_num_workers 0 on a GPU: torch's DataLoader refused the default persistent workers, in a traceback
-    from hf_vanilla_transformer import training
-
     monkeypatch.setattr(training, "recipe_defaults", lambda given, defaults=training.recipe_defaults: {
         **defaults(given), **{k: v for k, v in GPU_DEFAULTS.items() if k not in given}})  # a GPU's, on any machine
     _, _, no_workers = parse_arguments(["--output_dir", str(tmp_path), "--dataloader_num_workers", "0"])

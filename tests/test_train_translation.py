@@ -392,6 +392,7 @@ def test_help_shows_the_defaults_the_run_gets(capsys):
         (["--train_prefix", "x/train", "--help"], "d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3); "
          "5e-05 with --model_name_or_path, the Trainer's default", "3.0"),
         (["--help"], "2e-3", "5"),
+        (["--builtin_dataset", "number_words", "--help"], "2e-3", "5"),  # named, it is still the built-in run
     ]:
         with pytest.raises(SystemExit) as exit_:
             parse_arguments(argv)
@@ -402,7 +403,8 @@ def test_help_shows_the_defaults_the_run_gets(capsys):
         assert flag_default_in_help(help_text, "generation_num_beams") == "4"
         assert flag_default_in_help(help_text, "learning_rate") == learning_rate
         assert flag_default_in_help(help_text, "num_train_epochs") == epochs
-        assert "The defaults shown are" in help_text
+        description = " ".join(help_text.split())
+        assert ("The defaults shown are the built-in number-words run's" in description) is (epochs == "5")
 
 
 def test_an_average_that_scores_less_than_the_last_evaluation_is_warned_about(caplog):

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import sacrebleu
 
+from .pipeline_translation import normalize_whitespace
+
 logger = logging.getLogger(__name__)
 
 BLEU_TOKENIZERS = tuple(sacrebleu.BLEU.TOKENIZERS)
@@ -179,8 +181,7 @@ def make_compute_metrics(
     def compute_metrics(eval_prediction) -> dict[str, float]:
         predictions = _token_ids(eval_prediction.predictions, tokenizer.pad_token_id)
         labels = _token_ids(eval_prediction.label_ids, tokenizer.pad_token_id)
-        decoded_predictions = [text.strip() for text in tokenizer.batch_decode(predictions, skip_special_tokens=True)]
-        decoded_labels = [text.strip() for text in tokenizer.batch_decode(labels, skip_special_tokens=True)]
+        decoded_predictions, decoded_labels = decoded_texts(tokenizer, predictions), decoded_texts(tokenizer, labels)
         if references is not None:
             decoded_labels = _reference_texts_of(labels, decoded_labels, references, tokenizer.pad_token_id)
         metrics = compute_translation_metrics(decoded_predictions, decoded_labels, bleu_tokenize=bleu_tokenize)
@@ -217,6 +218,15 @@ def _reference_texts_of(
         else:
             texts.append(fallback)
     return texts
+
+
+def decoded_texts(tokenizer, ids) -> list[str]:
+    """Generated ids or labels (padded with -100 or pad) as text, one line each, as the scores read them and
+    generated_predictions.txt holds them: special tokens left out, whitespace as every target the package trains on
+    has it (`normalize_whitespace`: a line break that a model learnt from its data would split the line), in the
+    Unicode form the model wrote."""
+    texts = tokenizer.batch_decode(_token_ids(ids, tokenizer.pad_token_id), skip_special_tokens=True)
+    return [normalize_whitespace(text) for text in texts]
 
 
 def _token_ids(array, pad_token_id: int) -> np.ndarray:

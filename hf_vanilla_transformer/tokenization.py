@@ -208,7 +208,7 @@ def _decoding_failures(tokenizer, texts: list[str]) -> tuple[int, list[tuple[str
     for those that decode otherwise only in the spaces at punctuation). Encoded as the package encodes targets
     (`text_target=`, typed special tokens read as `reads_special_tokens_as_text` says) and decoded as it decodes
     translations (special tokens skipped; with the tokenizer's cleanup of spaces, as the training script's
-    `decode_predictions`, and without, as the pipeline). A text decodes to itself when it does so in either way,
+    `decoded_texts`, and without, as the pipeline). A text decodes to itself when it does so in either way,
     as it is or as the tokenizer's normalizer writes it. Texts with the unknown token are not checked: `data`
     warns about a tokenizer that does not cover the text."""
     texts = [normalize_whitespace(text) for text in texts]

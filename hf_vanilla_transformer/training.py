@@ -68,10 +68,17 @@ from .hub import (
     push_from_training_args,
     push_repo_id,
 )
-from .metrics import bleu_tokenizer, language_code, make_compute_metrics, reference_texts, sacrebleu_signatures
+from .metrics import (
+    bleu_tokenizer,
+    decoded_texts,
+    language_code,
+    make_compute_metrics,
+    reference_texts,
+    sacrebleu_signatures,
+)
 from .model_card import CARD_INPUTS_FILE, save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
-from .pipeline_translation import normalize_whitespace, save_translation_pipeline
+from .pipeline_translation import save_translation_pipeline
 from .tokenization import (
     MARIAN_TOKENIZER_FILES,
     SPECIAL_TOKENS,
@@ -1256,7 +1263,7 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.save_metrics(prefix, {**metrics, **{f"{prefix}_{name}_signature": signature
                                                     for name, signature in signatures.items()}})
         all_metrics.update(metrics)
-        translations, samples_split = decode_predictions(tokenizer, prediction.predictions), split
+        translations, samples_split = decoded_texts(tokenizer, prediction.predictions), split
     if translations and trainer.is_world_process_zero():
         path = Path(training_args.output_dir) / "generated_predictions.txt"
         lines = [""] * len(loaded[samples_split])  # a blank pair's line stays empty: line i translates line i
@@ -1870,14 +1877,6 @@ def new_folder(path: Path) -> Path:
         number += 1
         candidate = path.with_name(f"{path.name}-{number}")
     return candidate
-
-
-def decode_predictions(tokenizer, predictions) -> list[str]:
-    """Generated ids as text, one line each (a line break a model learnt from its data would split the line), in the
-    Unicode form the model wrote: that of its training targets, which is the corpus' own (`normalize_whitespace`)."""
-    ids = predictions[0] if isinstance(predictions, tuple) else predictions
-    ids = [[token for token in row if token >= 0] for row in ids.tolist()]
-    return [normalize_whitespace(text) for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
 
 def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:

@@ -158,6 +158,19 @@ def test_exact_match_overall_and_per_group(tokenizer):
     assert "exact_match" not in make_compute_metrics(tokenizer)(prediction)
 
 
+def test_translations_are_scored_as_generated_predictions_txt_writes_them(tokenizer):
+    """The scores read a translation with its whitespace as decoded (a doubled space, a line break inside it), the
+    predictions file with it made single spaces: an exact match there was a miss in the scores."""
+    from hf_vanilla_transformer.metrics import decoded_texts
+
+    hypothesis = HYPOTHESES[0].replace(" ", "  ", 1) + "\n"
+    generated = padded([[tokenizer.bos_token_id] + tokenizer(hypothesis)["input_ids"]], tokenizer.pad_token_id)
+    labels = padded([tokenizer(text_target=REFERENCES[0])["input_ids"]], -100)
+    assert decoded_texts(tokenizer, generated) == [" ".join(hypothesis.split())]
+    metrics = make_compute_metrics(tokenizer, {REFERENCES[0]: "short"})(EvalPrediction(generated, labels))
+    assert HYPOTHESES[0] == REFERENCES[0] and metrics["exact_match"] == 100.0 and metrics["bleu"] == pytest.approx(100)
+
+
 def test_references_are_scored_as_the_data_holds_them_not_as_the_tokenizer_decodes_them():
     """A tokenizer that lowercases (or maps characters to its unknown token) changes the decoded labels: scored
     against them, a lowercased translation got 100 where sacrebleu on the files gives less."""

@@ -913,18 +913,18 @@ def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
 
 
 def test_translations_keep_the_unicode_form_the_model_wrote():
-    """decode_predictions NFC-normalized the model's output while references were scored as the data holds them:
+    """The translations' decoding NFC-normalized the model's output while references were scored as the data holds them:
     a perfect model of a corpus not in NFC (Hindi's precomposed nukta letters, which NFC changes) scored BLEU 79."""
     import numpy as np
 
-    from hf_vanilla_transformer.training import decode_predictions
+    from hf_vanilla_transformer.metrics import decoded_texts
 
     texts = ["\u095c\u095d\u095e \u0921\u093c", "Gro\u0308\u00dfe  u\u0308ber"]  # not NFC
     tokenizer = train_bpe_tokenizer(texts, 300, min_frequency=1)
     rows = [tokenizer(text)["input_ids"] for text in texts]
     width = max(map(len, rows))
     predictions = np.array([row + [-100] * (width - len(row)) for row in rows])
-    assert decode_predictions(tokenizer, predictions) == [texts[0], "Gro\u0308\u00dfe u\u0308ber"]
+    assert decoded_texts(tokenizer, predictions) == [texts[0], "Gro\u0308\u00dfe u\u0308ber"]
 
 
 @pytest.mark.parametrize("value", ["0", "-1"])

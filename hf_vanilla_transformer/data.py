@@ -62,7 +62,7 @@ class ParallelTextReport:
 
     @property
     def num_skipped(self) -> int:
-        """Number of line pairs left out for any reason."""
+        """Number of line pairs not read as a sentence pair: left out, or with `keep_blank` kept as a blank pair."""
         return self.num_lines - self.num_kept
 
 
@@ -761,7 +761,10 @@ def _warn_about_guessed_splits(folder: Path, files: dict[str, list[Path]]) -> No
     read = {path.name for paths in files.values() for path in paths}
     suffixes = {Path(name).suffix for name in read}
     unread = sorted(path.name for path in folder.iterdir() if path.suffix in suffixes and path.name not in read)
-    if not unread and all(re.split(r"[.-]", name)[0] == split for split, files in names.items() for name in files):
+    stems = {split: {re.split(r"[.-]", name)[0] for name in files} for split, files in names.items()}
+    # valid.jsonl (or dev) alone is validation, as the README says; beside each other they are merged
+    if not unread and all(len(found) == 1 and _SPLIT_ALIASES.get(*found, *found) == split
+                          for split, found in stems.items()):
         return
     shown = "; ".join(f"{split} = {', '.join(files)}" for split, files in names.items())
     logger.warning(

@@ -385,6 +385,13 @@ def test_a_folder_of_data_files_says_how_its_files_became_splits(tmp_path, caplo
         (tmp_path / "named" / "extra.jsonl").unlink()
         load_translation_datasets(args)
         assert not any("file names" in message for message in caplog.messages)
+        (tmp_path / "named" / "validation.jsonl").rename(tmp_path / "named" / "valid.jsonl")  # as the README says
+        load_translation_datasets(args)
+        assert not any("file names" in message for message in caplog.messages)
+        write_jsonl(tmp_path / "named" / "dev.jsonl", TRANSLATIONS)  # two files merged into one split
+        assert len(load_translation_datasets(args)["validation"]) == 2 * len(TRANSLATIONS)
+        assert any("as train = train.jsonl; validation = dev.jsonl, valid.jsonl." in message
+                   for message in caplog.messages)
 
 
 @pytest.mark.parametrize("files, expected", [

@@ -279,6 +279,44 @@ def _read_json(path: Path) -> dict:
         raise InputError(f"Cannot read {path}: {error}") from None
 
 
+def check_push_account(repo_id: str, token: str | None, revision: str | None = None) -> None:
+    """The Hub accepts the token, which may write, `repo_id`'s namespace is its account's or one of its
+    organizations', and the repository (at `revision`) holds no other kind of model: asked before the training,
+    which a refused push at the end would waste."""
+    from huggingface_hub import HfApi
+
+    try:
+        account = HfApi(token=token).whoami()
+    except Exception as error:  # noqa: BLE001 - the user's errors become one line, others keep their traceback
+        message = hub_error_message(error, repo_id)
+        if message is None:
+            raise
+        raise InputError(f"--push_to_hub, checked before training: {message}") from None
+    name = account.get("name")
+    role = (account.get("auth") or {}).get("accessToken", {}).get("role")
+    if role == "read":
+        raise InputError(f"--push_to_hub: the token of {name} is read-only: give a token with write access "
+                         "(--hub_token, HF_TOKEN or `hf auth login`).")
+    namespace = repo_id.split("/")[0] if "/" in repo_id else name
+    organizations = sorted(org.get("name") for org in account.get("orgs") or [] if org.get("name"))
+    if name is not None and namespace not in {name, *organizations}:
+        of = f"neither it nor one of its organizations ({', '.join(organizations)})" if organizations else \
+            "not it and belongs to no organization"
+        raise InputError(
+            f"--push_to_hub: {repo_id} is in the namespace {namespace!r}, and the token's account {name} is {of}: "
+            f"give --hub_model_id {name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
+        )
+    try:
+        check_repo_model_type(repo_id if "/" in repo_id or not name else f"{name}/{repo_id}", token=token,
+                              revision=revision)
+    except InputError as error:
+        raise InputError(f"--push_to_hub, checked before training: {error}") from None
+    except Exception as error:  # noqa: BLE001 - as for whoami above
+        if (message := hub_error_message(error, repo_id)) is None:
+            raise
+        raise InputError(f"--push_to_hub, checked before training: {message}") from None
+
+
 def check_push_target(repo_id: str | None, token: str | None = None) -> None:
     """What can be known about a push before any work, without the network: `repo_id` (None: named later) is one
     the Hub accepts, the Hub is not switched off (HF_HUB_OFFLINE), and there is a token. InputError otherwise."""

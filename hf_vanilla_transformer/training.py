@@ -59,6 +59,7 @@ from .distributed import check_fsdp_launch, check_replicas_agree, fsdp_requested
 from .distributed import check_launch_resumes, whole_fsdp_weights_advice
 from .errors import InputError, first_line, one_line_errors, sibling_script
 from .hub import (
+    check_push_account,
     check_push_target,
     hub_error_message,
     hub_host,
@@ -264,7 +265,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed
-    d_model = new_model_d_model(model_args, data_args)  # also checks a model folder, before any data work
+    d_model = model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args, given)
     check_data_flags(model_args, data_args)
     try:
@@ -296,7 +297,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     check_fsdp_saving(training_args)
-    check_scoring_folder(model_args, training_args)
+    check_output_dir_is_no_input(model_args, training_args)
     warn_about_another_direction(model_args.model_name_or_path, data_args, training_args.do_train)
     warmup = training_args.get_warmup_steps(training_args.max_steps)
     if training_args.do_train and 0 < training_args.max_steps <= warmup:
@@ -620,7 +621,7 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
     return count is None or "save_total_limit" not in given or limit is None or limit >= count
 
 
-def check_scoring_folder(model_args, training_args) -> None:
+def check_output_dir_is_no_input(model_args, training_args) -> None:
     """The run's folder does not hold what the run starts from (--model_name_or_path, --config_name,
     --tokenizer_name: the folder itself, one of its checkpoints or a file in it): training would replace that model,
     and --overwrite_output_dir (the built-in run's default) delete it before it is read; scoring would replace the
@@ -742,7 +743,7 @@ DATA_SOURCE_FLAGS = {
 }
 
 
-def new_model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
+def model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
     """d_model of the model to train, for the paper's peak learning rate d_model^-0.5 * warmup^-0.5."""
     name = model_args.model_name_or_path or model_args.config_name
     if name and not (model_args.config_name and model_args.d_model):
@@ -935,46 +936,6 @@ def check_push_flags(training_args) -> None:
             f"{repo_id}"
         )
     check_push_account(repo_id, training_args.hub_token, training_args.hub_revision)
-
-
-def check_push_account(repo_id: str, token: str | None, revision: str | None = None) -> None:
-    """The Hub accepts the token, which may write, `repo_id`'s namespace is its account's or one of its
-    organizations', and the repository (at `revision`) holds no other kind of model: asked before the training,
-    which a refused push at the end would waste."""
-    from huggingface_hub import HfApi
-
-    from .hub import check_repo_model_type
-
-    try:
-        account = HfApi(token=token).whoami()
-    except Exception as error:  # noqa: BLE001 - the user's errors become one line, others keep their traceback
-        message = hub_error_message(error, repo_id)
-        if message is None:
-            raise
-        raise InputError(f"--push_to_hub, checked before training: {message}") from None
-    name = account.get("name")
-    role = (account.get("auth") or {}).get("accessToken", {}).get("role")
-    if role == "read":
-        raise InputError(f"--push_to_hub: the token of {name} is read-only: give a token with write access "
-                         "(--hub_token, HF_TOKEN or `hf auth login`).")
-    namespace = repo_id.split("/")[0] if "/" in repo_id else name
-    organizations = sorted(org.get("name") for org in account.get("orgs") or [] if org.get("name"))
-    if name is not None and namespace not in {name, *organizations}:
-        of = f"neither it nor one of its organizations ({', '.join(organizations)})" if organizations else \
-            "not it and belongs to no organization"
-        raise InputError(
-            f"--push_to_hub: {repo_id} is in the namespace {namespace!r}, and the token's account {name} is {of}: "
-            f"give --hub_model_id {name}/{repo_id.split('/')[-1]}, or a token of {namespace}."
-        )
-    try:
-        check_repo_model_type(repo_id if "/" in repo_id or not name else f"{name}/{repo_id}", token=token,
-                              revision=revision)
-    except InputError as error:
-        raise InputError(f"--push_to_hub, checked before training: {error}") from None
-    except Exception as error:  # noqa: BLE001 - as for whoami above
-        if (message := hub_error_message(error, repo_id)) is None:
-            raise
-        raise InputError(f"--push_to_hub, checked before training: {message}") from None
 
 
 def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
@@ -1542,7 +1503,7 @@ gibberish."""
 def clear_earlier_model(training_args) -> None:
     """With --overwrite_output_dir, a new training run deletes the model, tokenizer and card an earlier run saved
     in --output_dir, before anything is written there; the card only if the earlier run's card inputs say it is one
-    of this package's. (What the run starts from never lies there: `check_scoring_folder`.)"""
+    of this package's. (What the run starts from never lies there: `check_output_dir_is_no_input`.)"""
     folder = Path(training_args.output_dir)
 
     def listing():
@@ -1677,9 +1638,9 @@ def check_not_weights_only(checkpoint: str | Path) -> None:
         )
 
 
-RESUMED_SHAPE = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
-                 "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "normalize_before",
-                 "tie_word_embeddings", "dropout", "attention_dropout", "activation_dropout")
+RESUMED_CONFIG = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
+                  "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "normalize_before",
+                  "tie_word_embeddings", "dropout", "attention_dropout", "activation_dropout")
 """The config fields a checkpoint's model and the model the flags build must agree on to resume: its shape, and
 its dropout, without which the run would not go on as it was."""
 
@@ -1703,7 +1664,7 @@ def check_resumable(checkpoint: str, model, training_args, data_args) -> None:
     processes than the checkpoint's is a warning."""
     config = Path(checkpoint) / "config.json"
     saved = json.loads(config.read_text()) if config.exists() else {}
-    differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_SHAPE
+    differ = [f"{name} {saved[name]} (the flags: {getattr(model.config, name, None)})" for name in RESUMED_CONFIG
               if name in saved and saved[name] != getattr(model.config, name, None)]
     if differ:
         raise InputError(

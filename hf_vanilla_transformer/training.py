@@ -41,9 +41,9 @@ from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 from .batching import BucketPaddingCollator
+from .checkpoint_averaging import load_averaged_weights
 from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
 from .conversion import converted_marian
-from .checkpoint_averaging import load_averaged_weights
 from .data import (
     NUMBER_MAGNITUDES,
     TranslationDataArguments,
@@ -55,8 +55,14 @@ from .data import (
     rows_with_text,
     tokenize_translation_datasets,
 )
-from .distributed import check_fsdp_launch, check_replicas_agree, fsdp_requested, holds_whole_fsdp_weights
-from .distributed import check_launch_resumes, whole_fsdp_weights_advice
+from .distributed import (
+    check_fsdp_launch,
+    check_launch_resumes,
+    check_replicas_agree,
+    fsdp_requested,
+    holds_whole_fsdp_weights,
+    whole_fsdp_weights_advice,
+)
 from .errors import InputError, first_line, one_line_errors, sibling_script
 from .hub import (
     check_push_account,
@@ -95,10 +101,10 @@ from .tokenization import (
 )
 from .trainer import (
     CHECKPOINT_COMPLETE,
-    checkpoint_record,
-    close_progress_bar,
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
+    checkpoint_record,
+    close_progress_bar,
     complete_checkpoints,
     is_complete_checkpoint,
     last_complete_checkpoint,
@@ -978,7 +984,7 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
     chooses or trains it and sends it to the others: on other machines the run's folder may hold an earlier run's,
     or nothing (no shared disk). A given tokenizer must have the special tokens the model needs (InputError, before
     any tokenizing), is made to end its encodings with eos where it does not (`append_eos`), and must give text back
-(`check_decodes_to_text`)."""
+    (`check_decodes_to_text`)."""
     name = model_args.tokenizer_name or model_args.model_name_or_path
     if name:
         given = model_args.tokenizer_name is not None
@@ -1026,6 +1032,8 @@ def _pretrained(name_or_path: str) -> str:
 
 
 def load_or_build_model(model_args, data_args, tokenizer):
+    """The model to train or score: --model_name_or_path's (its dropout changed by --dropout), one built from
+    --config_name, or a new one of the preset and size flags; with the tokenizer's vocabulary and special tokens."""
     if model_args.model_name_or_path:
         dropout = {} if model_args.dropout is None else {"dropout": model_args.dropout}
         with loading_from(model_args.model_name_or_path):
@@ -1071,6 +1079,8 @@ def this_packages_model(model, name: str, attn_implementation: str | None):
 
 
 def setup_logging(training_args) -> None:
+    """Logs to stdout at the Trainer's levels (--log_level, --log_level_replica) for transformers, datasets and this
+    package, and the progress bars of the main process."""
     logging.basicConfig(
         format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
         datefmt="%m/%d/%Y %H:%M:%S",
@@ -1841,6 +1851,7 @@ def new_folder(path: Path) -> Path:
 
 
 def print_samples(dataset, translations: list[str], data_args: DataArguments) -> None:
+    """The first --num_samples_to_print pairs of `dataset` with their translations: source, reference, hypothesis."""
     if dataset is None or not translations or data_args.num_samples_to_print <= 0:
         return
     print(f"\nSample translations ({data_args.source_lang} -> {data_args.target_lang}):")

@@ -587,6 +587,26 @@ def load_translation_datasets(args: TranslationDataArguments, keep_blank_evaluat
     return datasets
 
 
+def data_source_description(data_args: TranslationDataArguments, split: str = "train") -> str | None:
+    """How the model card names, in words, the `split` (train, validation, test) of data that did not come from the
+    Hub (None for a Hub dataset, or a split whose files are not named): local files and folders by their names
+    alone, since the card is published with the model and a full path shows the user's folders (/home/alice/...)."""
+    if data_args.builtin_dataset:
+        return f"the built-in `{data_args.builtin_dataset}` corpus (number words generated with num2words)"
+    prefix, file = getattr(data_args, f"{split}_prefix"), getattr(data_args, f"{split}_file")
+    if prefix:
+        try:  # the files read, .gz or not
+            files = resolve_parallel_files(prefix, data_args.source_lang, data_args.target_lang)
+        except FileNotFoundError:  # gone since
+            files = [Path(f"{prefix}.{lang}") for lang in (data_args.source_lang, data_args.target_lang)]
+        return "local files " + " and ".join(f"`{path.name}`" for path in files)
+    if file:
+        return f"the local file `{Path(file).name}`"
+    if data_args.dataset_name and os.path.exists(data_args.dataset_name):
+        return f"the local `datasets` folder `{Path(data_args.dataset_name).resolve().name}`"
+    return None
+
+
 def rows_with_text(dataset: Dataset, source_lang: str, target_lang: str) -> list[int]:
     """The rows of a `translation` dataset whose source and target both hold text (`pair_has_text`)."""
     return [row for row, pair in enumerate(dataset["translation"]) if pair_has_text(pair, source_lang, target_lang)]

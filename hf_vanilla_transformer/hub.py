@@ -33,7 +33,7 @@ from .pipeline_translation import save_translation_pipeline
 logger = logging.getLogger(__name__)
 
 # The Trainer's state for resuming a run, in a checkpoint and (the last two) in a run's folder: pickles most of them,
-# the optimizer's twice the model's size; and this package's complete-checkpoint mark (trainer.CHECKPOINT_COMPLETE).
+# the optimizer's twice the model's size; and this package's complete-checkpoint mark (checkpoints.CHECKPOINT_COMPLETE).
 TRAINING_STATE_FILES = ["optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt", "rng_state*.pth",
                         "checkpoint_complete.json", "trainer_state.json", "training_args.bin"]
 # Never pushed: that state, checkpoints and private files ("_*"; the last two as the Trainer's push_to_hub).

@@ -6,7 +6,6 @@ import contextlib
 import json
 import math
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -24,6 +23,13 @@ from transformers.trainer_utils import seed_worker
 from transformers.utils import logging
 
 from .batching import BucketPaddingCollator, TokenBatchSampler
+from .checkpoints import (
+    CHECKPOINT_COMPLETE,
+    RESUMED_ARGUMENTS,
+    complete_checkpoints,
+    folder_step,
+    order_checkpoint_times_by_step,
+)
 from .chunked_loss import cross_entropy_sum
 from .distributed import (
     check_fsdp_version,
@@ -508,17 +514,6 @@ def divergence_message(loss: float, first: int, last: int, learning_rate: float 
     return message
 
 
-CHECKPOINT_COMPLETE = "checkpoint_complete.json"
-
-RESUMED_ARGUMENTS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "optim_args",
-                     "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "label_smoothing_factor",
-                     "max_grad_norm", "seed", "data_seed", "gradient_accumulation_steps", "per_device_train_batch_size",
-                     "max_tokens_per_batch", "bucket_shapes")
-"""The training arguments a resumed run must keep: the optimizer's settings and the schedule are restored from the
-checkpoint (a changed --learning_rate was ignored while the model card reported it), and the others change the run's
-batches, their order or its loss from the step it resumes at."""
-
-
 class MarkCheckpointComplete(TrainerCallback):
     """Mark a checkpoint complete once the Trainer has written all of it (`on_save` runs after the last file).
 
@@ -581,62 +576,3 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def is_complete_checkpoint(folder: str | Path) -> bool:
-    return (Path(folder) / CHECKPOINT_COMPLETE).is_file()
-
-
-def checkpoint_record(folder: str | Path) -> dict:
-    """What a complete checkpoint's marker records (`MarkCheckpointComplete`): `run` (the run's settings) and
-    `arguments` (`RESUMED_ARGUMENTS`), both {} where it was saved by an older version, which recorded neither."""
-    try:
-        record = json.loads((Path(folder) / CHECKPOINT_COMPLETE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"run": {}, "arguments": {}}
-    record = record if isinstance(record, dict) else {}
-    return {**record, "run": record.get("run") or {}, "arguments": record.get("arguments") or {}}
-
-
-def run_checkpoints(run_dir: str | Path) -> list[Path]:
-    """The Trainer's `checkpoint-<step>` folders in `run_dir`, oldest first (none if it does not exist)."""
-    found = [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and re.fullmatch(r"checkpoint-\d+", p.name)]
-    return sorted(found, key=folder_step)
-
-
-def complete_checkpoints(run_dir: str | Path) -> list[Path]:
-    """The checkpoints of `run_dir` that were written whole (`MarkCheckpointComplete`), oldest first: those a run
-    resumes from, averages and names as safe."""
-    return [folder for folder in run_checkpoints(run_dir) if is_complete_checkpoint(folder)]
-
-
-def folder_step(checkpoint: Path) -> int:
-    """The step in a `checkpoint-<step>` folder's name."""
-    return int(checkpoint.name.split("-")[1])
-
-
-def order_checkpoint_times_by_step(run_dir: str | Path) -> None:
-    """Give the run's checkpoint folders modification times in the order of their steps, where they are not. The
-    Trainer (transformers 5) deletes the checkpoints beyond `save_total_limit` oldest first by these times: in a
-    copied run (`cp -r`, `scp -r`) they are the copy's order, and resuming it deleted later checkpoints than it kept,
-    and averaged those (`--average_last_checkpoints`)."""
-    checkpoints = run_checkpoints(run_dir)
-    times = [folder.stat().st_mtime for folder in checkpoints]
-    if times == sorted(times) and len(set(times)) == len(times):
-        return
-    logger.info("Dating the checkpoints of %s in the order of their steps, so that the oldest steps are the ones "
-                "--save_total_limit deletes", run_dir)
-    now = time.time()  # and before the checkpoints this run saves
-    for age, folder in enumerate(reversed(checkpoints), 1):  # a second apart, as file systems keep whole seconds
-        os.utime(folder, (now - age, now - age))
-
-
-def last_complete_checkpoint(output_dir: str | Path) -> Path | None:
-    """The latest `checkpoint-<step>` in `output_dir` that was written whole; incomplete ones are named in a warning."""
-    complete = complete_checkpoints(output_dir)
-    if not complete:
-        return None
-    skipped = [folder.name for folder in run_checkpoints(output_dir) if folder_step(folder) > folder_step(complete[-1])]
-    if skipped:
-        logger.warning("Skipping incomplete checkpoints (the run was stopped while saving): %s", skipped[::-1])
-    return complete[-1]

@@ -15,7 +15,7 @@ try:
     import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
     from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
     from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command
-    from hf_vanilla_transformer.trainer import complete_checkpoints, run_checkpoints
+    from hf_vanilla_transformer.checkpoints import complete_checkpoints, run_checkpoints
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
     sys.exit(130)

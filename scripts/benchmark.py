@@ -408,7 +408,8 @@ def run_training_script_loop(args, model) -> float:
     from transformers import PreTrainedTokenizerFast, PrinterCallback, TrainerCallback
 
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
-    from hf_vanilla_transformer.training import parse_arguments, run_settings, training_collator
+    from hf_vanilla_transformer.checkpoints import run_settings
+    from hf_vanilla_transformer.training import parse_arguments, training_collator
 
     warmup, timed_steps = max(args.warmup_steps, 1), args.train_steps * args.repeats
     generator = torch.Generator().manual_seed(args.seed + 2)

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE
+from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE
 from tiny_translation_model import load_script, make_tiny_model_dir
 
 from conftest import REPO

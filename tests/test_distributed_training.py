@@ -32,9 +32,10 @@ from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from hf_vanilla_transformer.batching import TokenBatchSampler
 from hf_vanilla_transformer.data import load_translation_datasets, tokenize_translation_datasets
 from hf_vanilla_transformer.errors import InputError
-from hf_vanilla_transformer.trainer import CHECKPOINT_COMPLETE, TokenBatchingSeq2SeqTrainer, last_complete_checkpoint
+from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE, last_complete_checkpoint, resume_checkpoint
+from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
-from hf_vanilla_transformer.training import main, parse_arguments, resume_checkpoint, train
+from hf_vanilla_transformer.training import main, parse_arguments, train
 from tiny_translation_model import make_tiny_model_dir
 
 ACCELERATE = shutil.which("accelerate", path=os.path.dirname(sys.executable))

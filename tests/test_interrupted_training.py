@@ -14,20 +14,17 @@ import pytest
 from conftest import REPO
 
 from hf_vanilla_transformer.errors import InputError
-from hf_vanilla_transformer.trainer import (
+from hf_vanilla_transformer.checkpoints import (
     CHECKPOINT_COMPLETE,
-    is_complete_checkpoint,
-    last_complete_checkpoint,
-    run_checkpoints,
-)
-from hf_vanilla_transformer.training import (
     check_same_run,
     check_training_left,
     finish_without_training,
-    main,
-    parse_arguments,
+    is_complete_checkpoint,
+    last_complete_checkpoint,
     resume_checkpoint,
+    run_checkpoints,
 )
+from hf_vanilla_transformer.training import main, parse_arguments
 
 SCRIPT = str(REPO / "scripts" / "train_translation.py")
 RUN = [
@@ -176,7 +173,7 @@ def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp
     _, data_args, training_args = parse_arguments(["--output_dir", str(uninterrupted), *RUN])
     record = json.loads((uninterrupted / "checkpoint-100" / CHECKPOINT_COMPLETE).read_text())
     assert record["run"]["source_lang"] == "de" and record["arguments"]["learning_rate"] == 0.002
-    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.training"):
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.checkpoints"):
         check_same_run(checkpoint, training_args, data_args)
         check_same_run(checkpoint, dataclasses.replace(training_args, optim="adamw_torch"), data_args)  # not fused
         check_same_run(checkpoint, dataclasses.replace(training_args, learning_rate=0.002 * (1 + 1e-9)), data_args)
@@ -199,7 +196,7 @@ def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp
     swapped = dataclasses.replace(data_args, source_lang="en", target_lang="de")
     with pytest.raises(InputError, match=r"--source_lang en --target_lang de \(the run's: de -> en\)"):
         check_same_run(checkpoint, training_args, swapped)
-    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.training"):
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.checkpoints"):
         check_same_run(checkpoint, training_args, dataclasses.replace(data_args, max_train_samples=100))
     assert "was trained with other data than this run gives: max_train_samples None (now: 100)" in caplog.text
     old = tmp_path / "checkpoint-100"
@@ -219,7 +216,7 @@ def test_resuming_from_a_checkpoint_before_later_ones_is_refused(uninterrupted, 
     none past the run's last step."""
     from types import SimpleNamespace
 
-    from hf_vanilla_transformer import training
+    from hf_vanilla_transformer import checkpoints, training
 
     out = tmp_path / "run"
     shutil.copytree(uninterrupted, out)
@@ -230,7 +227,7 @@ def test_resuming_from_a_checkpoint_before_later_ones_is_refused(uninterrupted, 
     later.mkdir()
     for step in (80, 100, 120):
         shutil.move(out / f"checkpoint-{step}", later)
-    training.check_no_later_checkpoints(str(out / "checkpoint-60"), str(out))
+    checkpoints.check_no_later_checkpoints(str(out / "checkpoint-60"), str(out))
     for step in (100, 120):  # as they were when averaging followed a resume from checkpoint-60 to step 80
         shutil.move(later / f"checkpoint-{step}", out)
     averaged = []
@@ -289,7 +286,7 @@ def test_a_copied_runs_checkpoints_are_deleted_by_step(tmp_path):
     copied with `cp -r` those are the copy's order, and resuming kept checkpoint-15 over checkpoint-20."""
     from transformers.trainer_utils import rotate_checkpoints
 
-    from hf_vanilla_transformer.trainer import order_checkpoint_times_by_step
+    from hf_vanilla_transformer.checkpoints import order_checkpoint_times_by_step
 
     steps = [5, 10, 15, 20, 25]
     for age, step in zip([3, 1, 5, 4, 2], steps):  # as a copy dated them

@@ -23,7 +23,7 @@ from hf_vanilla_transformer import VanillaTransformerConfig
 from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
 from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
-from hf_vanilla_transformer.trainer import run_checkpoints
+from hf_vanilla_transformer.checkpoints import run_checkpoints
 from hf_vanilla_transformer.training import card_example, load_or_build_model, main, model_config, parse_arguments
 from hf_vanilla_transformer.training_curves import curves, plot_training_curves
 
@@ -1005,7 +1005,7 @@ def test_scoring_a_model_in_another_direction_is_warned_about(builtin_run, tmp_p
 
 def test_the_card_names_the_files_read(tmp_path):
     """Multi30k's train.de.gz was named `train.de` in the card."""
-    from hf_vanilla_transformer.training import data_source_description
+    from hf_vanilla_transformer.data import data_source_description
 
     write_lines(tmp_path / "train.de.gz", ["zwei"], compress=True)
     write_lines(tmp_path / "train.en", ["two"])

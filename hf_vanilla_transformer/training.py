@@ -55,13 +55,11 @@ from .checkpoints import (
 from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
 from .conversion import converted_marian
 from .data import (
-    NUMBER_MAGNITUDES,
     TranslationDataArguments,
     check_languages_given,
     check_token_ids_fit,
     data_source_description,
     load_translation_datasets,
-    number_words_normalizer,
     rows_with_text,
     tokenize_translation_datasets,
 )
@@ -94,6 +92,7 @@ from .metrics import (
 )
 from .model_card import CARD_INPUTS_FILE, save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
+from .number_words import NUMBER_MAGNITUDES, number_words_normalizer
 from .pipeline_translation import save_translation_pipeline
 from .tokenization import (
     MARIAN_TOKENIZER_FILES,

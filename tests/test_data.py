@@ -17,14 +17,16 @@ from hf_vanilla_transformer.errors import InputError
 from hf_vanilla_transformer.data import (
     TranslationDataArguments,
     load_parallel_text,
-    NUMBER_MAGNITUDES,
     load_translation_datasets,
-    number_magnitude,
-    number_words_corpus,
-    number_words_normalizer,
     resolve_parallel_files,
     rows_with_text,
     tokenize_translation_datasets,
+)
+from hf_vanilla_transformer.number_words import (
+    NUMBER_MAGNITUDES,
+    number_magnitude,
+    number_words_corpus,
+    number_words_normalizer,
 )
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer, translation_texts
 

@@ -210,7 +210,7 @@ def test_a_vocabulary_that_reads_text_lower_cased_says_so(model_dir, tmp_path):
     why the model's translations have no capitals."""
     from tokenizers import Tokenizer
 
-    from hf_vanilla_transformer.data import number_words_normalizer
+    from hf_vanilla_transformer.number_words import number_words_normalizer
 
     folder = tmp_path / "model"
     shutil.copytree(model_dir, folder)

@@ -266,7 +266,7 @@ def test_tokenizers_that_give_text_back_pass(kind, caplog):
 
     from tokenizers import decoders, normalizers, pre_tokenizers
 
-    from hf_vanilla_transformer.data import number_words_normalizer
+    from hf_vanilla_transformer.number_words import number_words_normalizer
     from hf_vanilla_transformer.tokenization import check_decodes_to_text
 
     texts = GERMAN_TARGETS * 3

@@ -164,6 +164,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         super().__init__(*args, **kwargs)
         self.add_callback(MarkCheckpointComplete(run_settings))
         self.add_callback(StopOnNonFiniteLoss(self))
+        self.add_callback(WarnAboutEndlessWarmup())
         self._token_batch_sampler: TokenBatchSampler | None = None
         self._sentences_trained = 0
         self._target_tokens: torch.Tensor | int = 0  # trained on since the last training log (see `log`)
@@ -445,6 +446,24 @@ class _EpochToSamplerCallback(TrainerCallback):
         """Epoch e starts at state.epoch == e (or e + fraction when resuming mid-epoch)."""
         if self.trainer._token_batch_sampler is not None:
             self.trainer._token_batch_sampler.set_epoch(int(state.epoch or 0))
+
+
+class WarnAboutEndlessWarmup(TrainerCallback):
+    """Warn when the warmup lasts the whole run, which a run counted in epochs shows only once its data is batched:
+    the learning rate would rise throughout and never reach the peak the model card reports (a run of 250 steps
+    with the paper's 4000 warmup steps trains at 6% of it at most). A run of --max_steps is warned about sooner, by
+    the training script."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        warmup = args.get_warmup_steps(state.max_steps)
+        if args.max_steps <= 0 and 0 < state.max_steps <= warmup and args.lr_scheduler_type != "constant" \
+                and state.is_world_process_zero:
+            logger.warning(
+                "--warmup_steps %d is not below the run's %d steps (%g epoch%s): the learning rate rises for the whole "
+                "run and never reaches its peak (%.3g). Give fewer --warmup_steps (e.g. %d, a tenth of the steps), or "
+                "more --num_train_epochs.", warmup, state.max_steps, args.num_train_epochs,
+                "" if args.num_train_epochs == 1 else "s", args.learning_rate, max(1, state.max_steps // 10),
+            )
 
 
 class TrainingDivergedError(InputError):

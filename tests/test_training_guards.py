@@ -158,3 +158,18 @@ def test_without_token_batching_samples_per_second_is_the_trainers(tmp_path):
                           max_steps=3)
     metrics = trainer.train().metrics
     assert metrics["train_samples_per_second"] == pytest.approx(8 * metrics["train_steps_per_second"], rel=1e-4)
+
+
+def test_a_run_by_epochs_whose_warmup_outlasts_it_is_warned_about(tmp_path, caplog):
+    """250 steps of an epoch under the paper's 4000 warmup steps trained at 6% of the peak rate without a word (a
+    run of --max_steps is warned about when its flags are parsed)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.trainer"):
+        for warmup, epochs in [(100, 1), (2, 1), (100, 100)]:
+            trainer_for(tmp_path, tokenized_dataset(24), num_train_epochs=epochs, per_device_train_batch_size=8,
+                        warmup_steps=warmup, lr_scheduler_type="inverse_sqrt").train()
+    warned = [message for message in caplog.messages if "warmup_steps" in message]
+    assert warned == ["--warmup_steps 100 is not below the run's 3 steps (1 epoch): the learning rate rises for the "
+                      "whole run and never reaches its peak (5e-05). Give fewer --warmup_steps (e.g. 1, a tenth of the "
+                      "steps), or more --num_train_epochs."]

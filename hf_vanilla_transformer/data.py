@@ -36,7 +36,7 @@ from datasets.table import CastError
 
 from .errors import USER_ERRORS, InputError, MissingFileError
 from .hub import loading_from
-from .metrics import language_code
+from .metrics import LANGUAGE_NAMES, language_code
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
@@ -350,28 +350,10 @@ def _prefix_languages(prefix: str | Path) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-_LANGUAGE_BY_NAME = {
-    "english": "en", "german": "de", "deutsch": "de", "french": "fr", "francais": "fr", "français": "fr",
-    "spanish": "es", "espanol": "es", "español": "es", "italian": "it", "italiano": "it", "portuguese": "pt",
-    "dutch": "nl", "czech": "cs", "polish": "pl", "russian": "ru", "ukrainian": "uk", "romanian": "ro",
-    "turkish": "tr", "finnish": "fi", "estonian": "et", "latvian": "lv", "lithuanian": "lt", "swedish": "sv",
-    "danish": "da", "norwegian": "no", "greek": "el", "hungarian": "hu", "chinese": "zh", "japanese": "ja",
-    "korean": "ko", "arabic": "ar", "hebrew": "he", "hindi": "hi", "gujarati": "gu", "kazakh": "kk",
-    "vietnamese": "vi", "indonesian": "id", "persian": "fa", "farsi": "fa",
-}
-"""Language names a user may give for the two-letter ids (ISO 639-1) that file names and datasets use:
-`--source_lang english` where the files are `train.en`. Three-letter codes are `metrics.language_code`'s."""
-
-
-def _language_key(lang: str) -> str:
-    """What a language name comes to, to compare with the files' ids: English, ENG, en and en_US all come to en."""
-    return _LANGUAGE_BY_NAME.get(lang.strip().lower()) or language_code(lang)
-
-
 def _meant_language(lang: str, found: list[str]) -> str | None:
     """The one of `found` (the languages the files are there for) that `lang` names in other words or letter case
     (english or EN for en, deu for de); None where none or several do."""
-    meant = [each for each in found if _language_key(each) == _language_key(lang)]
+    meant = [each for each in found if language_code(each) == language_code(lang)]  # english, EN, en_US: en
     return meant[0] if len(meant) == 1 else None
 
 
@@ -996,7 +978,7 @@ def _plain_text_side_prefix(path: str, languages: tuple[str | None, ...] = ()) -
         return None
     prefix = Path(path).parent / stem
     found = _prefix_languages(prefix)
-    known = lang in languages or lang.lower() in _LANGUAGE_BY_NAME.values() or _language_key(lang) != lang.lower()
+    known = lang in languages or language_code(lang) in LANGUAGE_NAMES
     if len(found) < 2 and not known:
         return None
     return prefix, found
@@ -1338,8 +1320,10 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
     """Leave out (and count, in a warning) the pairs whose source or target is missing (null), not a string, or
     blank, as empty lines of plain text are: they teach nothing, and a missing one would stop tokenization."""
 
-    kept = dataset.filter(lambda batch: [pair_has_text(pair, source_lang, target_lang) for pair in batch["translation"]],
-                          batched=True, desc=f"Checking the {split} pairs")
+    def has_text(batch: dict) -> list[bool]:
+        return [pair_has_text(pair, source_lang, target_lang) for pair in batch["translation"]]
+
+    kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")
     if len(kept) == len(dataset):
         return dataset
     logger.warning(

@@ -34,10 +34,35 @@ _ISO_639_3 = {
 }
 
 
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "bg": "Bulgarian", "bo": "Tibetan", "ca": "Catalan", "cs": "Czech", "da": "Danish", "de": "German",
+    "dz": "Dzongkha", "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian", "fa": "Persian",
+    "fi": "Finnish", "fr": "French", "gu": "Gujarati", "he": "Hebrew", "hi": "Hindi", "hr": "Croatian",
+    "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese", "kk": "Kazakh", "km": "Khmer",
+    "ko": "Korean", "lo": "Lao", "lt": "Lithuanian", "lv": "Latvian", "my": "Burmese", "nl": "Dutch",
+    "no": "Norwegian", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
+    "sl": "Slovenian", "sr": "Serbian", "sv": "Swedish", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian",
+    "vi": "Vietnamese", "zh": "Chinese",
+}
+"""The languages this package knows by name (ISO 639-1 code -> English name): for model cards, and for the names a
+user may give in place of codes (`--target_lang chinese`, a CSV column `english`)."""
+
+_CODE_BY_NAME = {
+    **{name.lower(): code for code, name in LANGUAGE_NAMES.items()},
+    "deutsch": "de", "francais": "fr", "français": "fr", "espanol": "es", "español": "es", "italiano": "it",
+    "farsi": "fa", "mandarin": "zh", "cantonese": "zh",
+    "jp": "ja", "cn": "zh",  # the countries' codes, often written for the languages'
+}
+
+
 def language_code(code: str | None) -> str:
-    """A language id's base code, lower case, two letters where it has them: "de" for "de", "de_DE", "DE-at", "deu"
-    and "ger"; "zh" for "zh-CN", "zho" and "cmn"; other ids as they are ("mul", "romance"); "" for none."""
-    base = re.split(r"[-_]", (code or "").strip().lower())[0]
+    """A language id's base code, lower case, two letters where it has them: "de" for "de", "de_DE", "DE-at", "deu",
+    "ger", "German" and "deutsch"; "zh" for "zh-CN", "zho", "cmn" and "chinese"; other ids as they are ("mul",
+    "romance"); "" for none."""
+    text = (code or "").strip().lower()
+    if text in _CODE_BY_NAME:
+        return _CODE_BY_NAME[text]
+    base = re.split(r"[-_]", text)[0]
     return _ISO_639_3.get(base, base)
 
 
@@ -218,6 +243,30 @@ def _reference_texts_of(
         else:
             texts.append(fallback)
     return texts
+
+
+_UNSPACED_SCRIPTS = re.compile(r"[\u0E00-\u0FFF\u1000-\u109F\u1780-\u17FF\u2E80-\u9FFF\uF900-\uFAFF]")
+"""Letters of scripts written without spaces between words: Thai, Lao, Tibetan, Myanmar, Khmer, and Chinese and
+Japanese (CJK ideographs, kana). Not Hangul: Korean puts spaces between its words."""
+
+
+def warn_if_written_without_spaces(references: Sequence[str], bleu_tokenize: str, what: str) -> None:
+    """Warn where BLEU tokenizes at spaces and punctuation (13a) and most of `references` (`what` names them) are long
+    texts without a space, as Chinese, Japanese or Thai are written: 13a scores them by whole sentences, BLEU 0 for
+    any translation not perfect. The target language's code chooses another tokenization (`bleu_tokenizer`); this
+    catches the languages it does not know, or a --target_lang that is a column's name."""
+    if bleu_tokenize != "13a":
+        return
+    texts = [text.strip() for text in references[:1000] if text and text.strip()]
+    unspaced = [text for text in texts if not re.search(r"\s", text)
+                and (len(text) >= 12 or len(_UNSPACED_SCRIPTS.findall(text)) >= 3)]
+    if len(unspaced) > len(texts) / 2:  # most of them
+        logger.warning(
+            "%s: %d of %d are written without spaces (e.g. %r), and BLEU tokenizes with 13a, which splits text at "
+            "spaces and punctuation: a translation would be scored as one word, BLEU 0 unless it is perfect. Give "
+            "--bleu_tokenize zh for Chinese, ja-mecab for Japanese, char for others.", what, len(unspaced),
+            len(texts), unspaced[0][:30],
+        )
 
 
 def decoded_texts(tokenizer, ids) -> list[str]:

@@ -25,6 +25,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from .errors import first_line
 from .generation import PAPER_DECODING
+from .metrics import LANGUAGE_NAMES, language_code
 
 logger = logging.getLogger(__name__)
 
@@ -88,10 +89,6 @@ _SIZE_SPLITS = {"train_samples": "train", "eval_samples": "validation", "test_sa
 _SIZES = {"train_samples": "Training sentence pairs", "eval_samples": "Validation sentence pairs",
           "test_samples": "Test sentence pairs", "predict_samples": "Test sentence pairs",
           "epoch": "Epochs trained", "train_runtime": "Training time (s)", "train_loss": "Mean training loss"}
-_LANGUAGES = {"ar": "Arabic", "cs": "Czech", "de": "German", "en": "English", "es": "Spanish", "et": "Estonian",
-              "fi": "Finnish", "fr": "French", "hi": "Hindi", "it": "Italian", "ja": "Japanese", "lt": "Lithuanian",
-              "lv": "Latvian", "nl": "Dutch", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian",
-              "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese"}
 _EXAMPLES = {"de": "Ein Mann fährt mit dem Fahrrad durch die Stadt.", "en": "A man rides a bicycle through the city.",
              "fr": "Un homme traverse la ville à vélo.", "es": "Un hombre va en bicicleta por la ciudad."}
 
@@ -157,7 +154,7 @@ def create_model_card(
     says so where it gives their sizes, and that such scores are not the whole split's.
     """
     model_dir = Path(model_dir)
-    example = example or _EXAMPLES.get((source_lang or "").lower(), "A sentence to translate.")
+    example = example or _EXAMPLES.get(language_code(source_lang), "A sentence to translate.")
     if dataset_name and not _is_hub_id(dataset_name):
         dataset_name, dataset_description = None, dataset_description or dataset_name
     dataset_description = _without_folders(dataset_description)
@@ -179,7 +176,7 @@ def create_model_card(
     )
     if not run_recorded:
         decoding_words += ", by the saved generation config (the run's evaluation settings are not recorded)"
-    languages = [lang for lang in (source_lang, target_lang) if lang]
+    languages = [_language_metadata(lang) for lang in (source_lang, target_lang) if lang]
     base_model_shown, tokenizer_shown = _local_folder_name(base_model), _local_folder_name(tokenizer_from)
     converted_from = config.get("converted_from")  # a MarianMTModel's Hub id or folder name (`from_marian`)
     converted_shown = _local_folder_name(converted_from)
@@ -615,7 +612,13 @@ def _setting(value: Any) -> str:
 
 
 def _language_name(code: str | None) -> str | None:
-    return _LANGUAGES.get(code.lower(), code) if code else None
+    """The language's English name where this package knows it ("German" for de, deu or german), else `code`."""
+    return LANGUAGE_NAMES.get(language_code(code), code) if code else None
+
+
+def _language_metadata(code: str) -> str:
+    """The code the Hub's `language:` metadata takes (ISO 639-1 where known: "en" for english or eng), else `code`."""
+    return language_code(code) if language_code(code) in LANGUAGE_NAMES else code
 
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")

@@ -89,6 +89,7 @@ from .metrics import (
     make_compute_metrics,
     reference_texts,
     sacrebleu_signatures,
+    warn_if_written_without_spaces,
 )
 from .model_card import CARD_INPUTS_FILE, save_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
@@ -1155,6 +1156,11 @@ def main(argv: list[str] | None = None) -> dict:
     for split, rows in scored_rows.items():
         if len(rows) < len(loaded[split]):
             raw_datasets[split] = loaded[split].select(rows)
+    if scored_rows and training_args.should_log:  # once, for the first split scored
+        split = next(iter(scored_rows))
+        references = [pair[data_args.target_lang] for pair in raw_datasets[split][:1000]["translation"]]
+        warn_if_written_without_spaces(references, data_args.bleu_tokenize,
+                                       f"The {split} references (--target_lang {data_args.target_lang})")
     if "train" not in raw_datasets and training_args.do_train:
         raise InputError(
             f"{data_args.dataset_name or 'The data'} has no train split: give one, or pass --do_train false to "

@@ -1,5 +1,6 @@
 """Tests for hf_vanilla_transformer.metrics: sacrebleu BLEU/chrF, Seq2SeqTrainer compute_metrics, offline evaluate."""
 
+import logging
 import socket
 import sys
 import tomllib
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sacrebleu
+from num2words import num2words
 from transformers import EvalPrediction
 
 from hf_vanilla_transformer.metrics import (
@@ -50,8 +52,8 @@ CHINESE = ["我们在公园里散步。", "一只猫坐在垫子上。", "两只
 def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
     """13a splits at spaces and punctuation: a Chinese sentence is one token, and a perfect translation scored 0."""
     assert compute_translation_metrics(CHINESE, CHINESE)["bleu"] == pytest.approx(0.0)
-    for language in ("zh", "zh-CN", "zh_Hant", "ZH", "zho", "cmn", "cmn_Hans", "yue"):
-        assert bleu_tokenizer(language) == "zh"
+    for language in ("zh", "zh-CN", "zh_Hant", "ZH", "zho", "cmn", "cmn_Hans", "yue", "chinese", "Chinese", "cn"):
+        assert bleu_tokenizer(language) == "zh"  # names too: a CSV's column `chinese` (13a scored BLEU 0 before)
     for language in ("de", "en", "ru", "ar", None):
         assert bleu_tokenizer(language) == "13a"
     assert bleu_tokenizer("de", "intl") == "intl"
@@ -73,10 +75,28 @@ def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
     thai = ["สี่หมื่นสองพันสามร้อยสิบสอง", "เก้าหมื่นสี่พันแปดร้อยยี่สิบห้า"]
     assert compute_translation_metrics(thai, thai)["bleu"] == pytest.approx(0.0)
     assert bleu_tokenizer("th") == bleu_tokenizer("th_TH") == "char" and bleu_tokenizer("th", "13a") == "13a"
-    for code in ("tha", "lo", "lao", "lao_Laoo", "khm", "mya", "bur", "bod", "dzo_Tibt"):  # the others, any code
+    for code in ("tha", "thai", "lo", "lao", "lao_Laoo", "khm", "mya", "bur", "bod", "dzo_Tibt"):  # the others
         assert bleu_tokenizer(code) == "char", code
     assert "Thai is written without spaces between words" in caplog.text
     assert compute_translation_metrics(thai, thai, bleu_tokenize="char")["bleu"] == pytest.approx(100.0)
+
+
+def test_references_written_without_spaces_scored_by_13a_are_warned_about(caplog):
+    """A CSV column `mandarin_text` as --target_lang gave 13a, and BLEU 0 for every run, without a word."""
+    from hf_vanilla_transformer.metrics import warn_if_written_without_spaces
+
+    numbers = [num2words(n) for n in range(1, 400, 7)]  # "seventeen", "forty-three": words alone are no sentences
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.metrics"):
+        for references in (REFERENCES, numbers, ["Donaudampfschifffahrt", "ein Haus"]):
+            warn_if_written_without_spaces(references, "13a", "The validation references")
+        warn_if_written_without_spaces(CHINESE, "zh", "The validation references")
+        assert caplog.text == ""
+        warn_if_written_without_spaces(CHINESE + ["", "ok"], "13a", "The validation references (--target_lang text)")
+    assert caplog.messages == [
+        f"The validation references (--target_lang text): 3 of 4 are written without spaces (e.g. {CHINESE[0]!r}), and "
+        "BLEU tokenizes with 13a, which splits text at spaces and punctuation: a translation would be scored as one "
+        "word, BLEU 0 unless it is perfect. Give --bleu_tokenize zh for Chinese, ja-mecab for Japanese, char for "
+        "others."]
 
 
 def test_the_bleu_tokenizer_chosen_is_a_name_bleu_takes(monkeypatch):

@@ -59,6 +59,19 @@ def test_metadata(card):
     assert {"translation", "multi30k"} <= set(data["tags"])
 
 
+def test_languages_given_by_name_or_other_codes_are_iso_codes_and_names_in_the_card(model_dir, training_args):
+    """A CSV with columns `english` and `chinese` is trained with --source_lang english --target_lang chinese: the
+    card's metadata said `language: [english, chinese]`, which the Hub does not read; Korean showed as "ko"."""
+    from hf_vanilla_transformer.model_card import create_model_card
+
+    for source, target, codes, words in [("english", "chinese", ["en", "zh"], "English → Chinese"),
+                                         ("eng", "ko", ["en", "ko"], "English → Korean"),
+                                         ("en", "zh-CN", ["en", "zh"], "English → Chinese"),
+                                         ("en", "tlh", ["en", "tlh"], "English → tlh")]:  # unknown: as given
+        card = create_model_card(model_dir, source_lang=source, target_lang=target, training_args=training_args)
+        assert card.data.to_dict()["language"] == codes and words in card.text, (source, target)
+
+
 def test_model_index_has_bleu_and_chrf(card):
     results = {(r.dataset_split, r.metric_type): r for r in card.data.eval_results}
     assert card.data.model_name == "transformer-de-en"

@@ -623,7 +623,7 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     if (folder / "state.json").is_file() and (folder / "dataset_info.json").is_file():
         # one Dataset saved with `save_to_disk`: its rows are the train split
         logger.info("%s holds one dataset saved with save_to_disk: it is the train split", folder)
-        return DatasetDict({"train": load_from_disk(str(folder))})
+        return DatasetDict({"train": _from_disk(folder)})
     by_names = folder.is_dir() and not _folder_card_names_its_data(folder)  # splits taken from the file names
     files = _folder_data_files(folder) if by_names else None
     if by_names and files is None:
@@ -785,7 +785,7 @@ def _load_saved_splits(folder: Path) -> DatasetDict:
     for validation, with a word); InputError for any other name, which `load_dataset` would guess at (`holdout`
     trained on, `eval` made test, `extra` dropped)."""
     with loading_from(folder, "the dataset"):
-        saved = load_from_disk(str(folder))
+        saved = _from_disk(folder)
     names = {name: _SPLIT_ALIASES.get(name, name) for name in saved}
     unknown = [name for name, split in names.items() if split not in SPLITS]
     doubled = [name for name, split in names.items() if split in SPLITS and list(names.values()).count(split) > 1]
@@ -809,6 +809,18 @@ def _load_saved_splits(folder: Path) -> DatasetDict:
         if name != split:
             logger.warning(f"{folder}: its split {name!r} is read as the {split} split.")
     return DatasetDict({names[name]: dataset for name, dataset in saved.items()})
+
+
+def _from_disk(folder: Path) -> Dataset | DatasetDict:
+    """`load_from_disk`, into memory where the folder cannot be written to (a read-only mount, another user's shared
+    folder): `datasets` writes what its filters and maps make beside the files it read, and failed there with an
+    OSError."""
+    folders = [folder, *(path for path in folder.rglob("*") if path.is_dir())]
+    writable = all(os.access(path, os.W_OK) for path in folders)
+    if not writable:
+        logger.info("%s cannot be written to: its data is read into memory, as datasets would otherwise write its "
+                    "processed copies beside it", folder)
+    return load_from_disk(str(folder), keep_in_memory=not writable)
 
 
 def _listed(names: list[str]) -> str:

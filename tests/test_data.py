@@ -353,6 +353,27 @@ def test_a_saved_dataset_dicts_dev_split_is_validation_with_a_word(tmp_path, cap
     assert f"{folder}: its split 'dev' is read as the validation split." in caplog.messages
 
 
+def test_a_saved_dataset_in_a_folder_that_cannot_be_written_to_is_read_into_memory(tmp_path, monkeypatch):
+    """`datasets` writes the results of its filters beside the data it read: on a read-only mount the run failed with
+    OSError: [Errno 30] Read-only file system (checked by hand with a read-only bind mount; here, os.access says so)."""
+    import os
+
+    from datasets import Dataset
+
+    folder = tmp_path / "saved"
+    rows = Dataset.from_dict({"translation": [{"de": "", "en": "nothing"}] + [{"de": de, "en": en}
+                                                                               for de, en in zip(GERMAN, ENGLISH)]})
+    DatasetDict({"train": rows, "validation": rows}).save_to_disk(str(folder))
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kwargs: (
+        False if mode == os.W_OK and Path(path).is_relative_to(folder) else access(path, mode, **kwargs)))
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(folder),
+                                    cache_dir=str(tmp_path / "cache"))
+    loaded = load_translation_datasets(args)  # filters the blank pair out of train
+    assert pairs(loaded["train"]) == list(zip(GERMAN, ENGLISH))
+    assert not list(folder.rglob("cache-*")), "written into the read-only folder"
+
+
 def write_jsonl(path: Path, rows: list) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")

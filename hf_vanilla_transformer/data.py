@@ -22,7 +22,7 @@ import shlex
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from itertools import zip_longest
 from pathlib import Path
 from typing import BinaryIO
@@ -868,8 +868,32 @@ def _different_columns_message(path: str | Path, columns: list[str], first_colum
 
 
 def _data_file_format(path: Path) -> tuple[str, dict] | None:
-    """The `datasets` builder and options for a `--*_file` (by its suffix, `.gz` allowed); None for other files."""
-    return _FILE_FORMATS.get(Path(path.name.removesuffix(".gz")).suffix.lower())
+    """The `datasets` builder and options for a `--*_file` (by its suffix, `.gz` allowed); None for other files. A
+    TSV file whose fields are quoted as CSV writers quote them (`_quoted_as_csv`) is read with their quoting."""
+    found = _FILE_FORMATS.get(Path(path.name.removesuffix(".gz")).suffix.lower())
+    if found and found[1].get("quoting") == csv.QUOTE_NONE and path.is_file() \
+            and _quoted_as_csv(path, path.stat().st_mtime_ns):
+        return found[0], {**found[1], "quoting": csv.QUOTE_MINIMAL}
+    return found
+
+
+_CSV_QUOTED_FIELD = re.compile(r'"(?:[^"]|"")*""(?:[^"]|"")*"')
+
+
+@lru_cache(maxsize=64)
+def _quoted_as_csv(path: Path, mtime_ns: int) -> bool:
+    """Whether a TSV file quotes its fields as CSV writers do (pandas' `to_csv(sep="\\t")`, Python's csv module,
+    `Dataset.to_csv`): a field in quotes with its own quotes doubled, `"He said ""hi""."`. TSV corpora mostly hold
+    quotes as text, which is how the others are read. (`mtime_ns`: the file's, so that a file rewritten is looked
+    at again.)"""
+    with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", errors="replace", newline="") as text:
+        for _, line in zip(range(10_000), text):
+            fields = line.rstrip("\r\n").split("\t")
+            if '""' in line and any(_CSV_QUOTED_FIELD.fullmatch(field) for field in fields):
+                logger.info("%s quotes its fields as CSV does (%s): read so, its quotes taken out and doubled "
+                            "quotes made one", path, next(f for f in fields if _CSV_QUOTED_FIELD.fullmatch(f))[:40])
+                return True
+    return False
 
 
 def _columns(path: Path) -> list[str] | None:
@@ -934,10 +958,10 @@ _FILE_FORMATS = {
                      "quoting": csv.QUOTE_NONE}),
 }
 """`--*_file` suffixes (each also with `.gz`): the `datasets` builder and its options. CSV and TSV: every value is
-text (no missing-value words), a byte order mark (spreadsheets write one) is no part of the first column's name,
-in TSV quotes are text, and no column is taken for the rows' index (pandas takes the first where the first data row
-has a field more than the header row names: the English then read as the index, the German as the English, and a
-score column as the German; `_csv_columns` refuses such a file)."""
+text (no missing-value words), a byte order mark (spreadsheets write one) is no part of the first column's name, in
+TSV quotes are text (but see `_quoted_as_csv`), and no column is taken for the rows' index (pandas takes the first
+where the first data row has a field more than the header row names: the English then read as the index, the German
+as the English, and a score column as the German; `_csv_columns` refuses such a file)."""
 
 
 def _load_data_files(args: TranslationDataArguments) -> DatasetDict:

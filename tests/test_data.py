@@ -739,6 +739,21 @@ def test_csv_and_tsv_files_with_a_header(tmp_path, name, text, caplog):
     assert any("Left out 1 of 4 train pairs" in message for message in caplog.messages)  # NA with no English
 
 
+def test_a_tsv_file_that_pandas_or_the_csv_module_wrote_is_read_with_their_quoting(tmp_path):
+    """pandas' `to_csv(sep="\\t")` quotes a field with a quote in it and doubles its quotes: read with quotes as text,
+    8 of 2,000 Multi30k pairs kept the quotes around them and their inner quotes doubled, without a word."""
+    import csv
+
+    rows = [("de", "en"), ('Er sagt: "Willkommen."', 'He says "Welcome."'), ("zwei", "two"),
+            ('"Hallo", sagte er', '"Hello," he said')]
+    with open(tmp_path / "train.tsv", "w", newline="", encoding="utf-8") as file:
+        csv.writer(file, delimiter="\t").writerows(rows)
+    assert '"He says ""Welcome."""' in (tmp_path / "train.tsv").read_text()
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.tsv"),
+                                    cache_dir=str(tmp_path / "cache"))
+    assert pairs(load_translation_datasets(args)["train"]) == rows[1:]
+
+
 def test_a_malformed_data_file_is_one_message(tmp_path):
     (tmp_path / "train.jsonl").write_text('{"translation": {"de": "eins", "en": "one"}}\n{"translation": \n')
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),

@@ -104,7 +104,7 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         return f"{path} is not a text file (line {line_number} holds NUL bytes): give UTF-8 text, one sentence a line."
     return (
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
-        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f LATIN1 -t UTF-8 {_shell(path)} > "
+        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f CP1252 -t UTF-8 {_shell(path)} > "
         f"{_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} {_shell(path)}`."
     )
 

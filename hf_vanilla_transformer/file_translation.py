@@ -136,7 +136,7 @@ def read_lines(file: str) -> list[str]:
         except UnicodeDecodeError as error:
             raise InputError(
                 f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "
-                "`iconv -f LATIN1 -t UTF-8 input.txt | python scripts/translate.py MODEL`."
+                "`iconv -f CP1252 -t UTF-8 input.txt | python scripts/translate.py MODEL`."
             ) from error
     lines = text_lines(text)
     if old_mac := next((number for number, line in enumerate(lines, 1) if has_cr_line_ends(line)), None):

@@ -345,10 +345,15 @@ def test_a_bad_flags_file_is_one_message(name, text, expected, tmp_path, monkeyp
 
 
 def test_translate_names_the_line_that_is_not_utf8(model_dir, tmp_path, monkeypatch, capsys):
-    source = write(tmp_path / "latin1.de", "zwei\nfünf\n".encode("latin-1"))
+    """The command it gives converts a Windows file (Notepad's, Excel's: CP1252) whole: `iconv -f LATIN1` made its
+    „quotes“, € and – invisible control characters, which were then read without a word."""
+    source = write(tmp_path / "windows.de", "zwei\n„fünf“ – 5 €\n".encode("cp1252"))
     status, err = run_script("translate", model_dir, source, monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "Traceback" not in err
-    assert f"{source}: line 2 is not valid UTF-8" in err and "iconv" in err
+    assert f"{source}: line 2 is not valid UTF-8" in err and "`iconv -f CP1252 -t UTF-8 " in err
+    if shutil.which("iconv"):
+        converted = subprocess.run(["iconv", "-f", "CP1252", "-t", "UTF-8", str(source)], capture_output=True)
+        assert converted.stdout.decode() == "zwei\n„fünf“ – 5 €\n"
 
 
 def test_export_ctranslate2_refuses_a_folder_without_a_model(tmp_path, monkeypatch, capsys):

@@ -1024,6 +1024,10 @@ def _plain_text_as_data_file_message(split: str, path: str, args: TranslationDat
     """What to say of a `--{split}_file` that is no JSON lines, CSV or TSV file: where it is a side of plain
     parallel text, the `--*_prefix` flags (with the languages) that read it and the other `--*_file`s given alike."""
     side = _plain_text_side_prefix(path, (args.source_lang, args.target_lang))
+    if Path(path).suffix.lower() in (".parquet", ".arrow"):  # `datasets` reads them, from a folder (no header row)
+        return (f"{path}: --{split}_file reads JSON lines (.json/.jsonl) or CSV/TSV (.csv/.tsv); Parquet and Arrow "
+                f"files are read from a folder that holds them named for their splits: --dataset_name "
+                f"{_shell(Path(path).parent)} (train{Path(path).suffix}, validation{Path(path).suffix}, ...).")
     if side is None:
         return (f"{path}: --{split}_file expects JSON lines (.json/.jsonl) or CSV/TSV with a header row (.csv/.tsv); "
                 f"use --{split}_prefix for plain text, one sentence a line.")
@@ -1049,19 +1053,25 @@ def _read_data_files(split: str, paths: list[Path], args: TranslationDataArgumen
     `datasets` read them as something else. A ValueError (which the callers make an InputError naming the line) for
     JSON text that is not UTF-8."""
     builder, options = _data_file_format(paths[0])
-    trailing = []
+    trailing, unnamed = [], []
     if builder == "csv":  # every column read as text, so that a column of numbers is not made integers
         named, trailing = _csv_columns(paths, options, header or _csv_header(paths[0], options), args)
+        if numbers := [column for column, name in enumerate(named, 1) if not name.strip()]:
+            logger.info("%s: its header row leaves column %s without a name (the rows' index, which pandas' to_csv() "
+                        "writes without index=False): not read", paths[0], " and ".join(map(str, numbers)))
+            named = [name if name.strip() else f"(unnamed column {column})" for column, name in enumerate(named, 1)]
+            unnamed = [f"(unnamed column {column})" for column in numbers]
         options = {**options, "features": Features.from_dict(
             {name: {"dtype": "string", "_type": "Value"} for name in named + trailing})}
-        if trailing:  # the header row's names, and names for the empty fields past them
+        if trailing or unnamed:  # the header row's names, and names for the fields it leaves unnamed
             options |= {"names": named + trailing, "header": 0}
     with _quiet_file_readers():
         dataset = load_dataset(builder, data_files={split: [str(path) for path in paths]}, cache_dir=args.cache_dir,
                                **options)[split]
     if trailing:
         _refuse_text_in_trailing_fields(dataset, paths, options, named, trailing, args)
-        dataset = dataset.remove_columns(trailing)
+    if trailing or unnamed:
+        dataset = dataset.remove_columns(trailing + unnamed)
     if builder == "json":  # pyarrow's JSON reader keeps bytes that are not UTF-8 in its strings, where they failed
         dataset.data.table.validate(full=True)  # when first read, in a traceback: ArrowInvalid (a ValueError) here
     if builder == "json" and not _language_fields_are_text(dataset.features, args.source_lang, args.target_lang):
@@ -1482,20 +1492,25 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
     languages = set(getattr(feature, "languages", None) or (feature.keys() if isinstance(feature, dict) else []))
     if feature is not None and not languages:  # a schema-less column (datasets' Json, for rows of differing keys)
         languages = {key for pair in dataset["translation"] if isinstance(pair, dict) for key in pair}
-    if not {source_lang, target_lang} <= languages:
-        raise InputError(
-            f"The {split} split needs a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} "
-            f"dicts, or a text column for each language ({source_lang!r} and {target_lang!r}); it has columns "
-            f"{dataset.column_names} (translation languages: {sorted(languages) or 'none'}). "
-            "Check --source_lang/--target_lang or the file's fields."
-        )
+    if {source_lang, target_lang} <= languages:
+        return
+    columns = dataset.column_names
+    has = f"it has columns {columns}" + (f" (translation languages: {sorted(languages)})" if feature is not None else "")
+    separator = next((mark for mark in ";|" if len(columns) == 1 and mark in columns[0]), None)
+    if separator:  # Excel writes CSV so where the comma is the decimal mark
+        fix = (f"The file's fields seem separated by {separator!r}, not commas: save it with commas (CSV) or tabs "
+               "(.tsv).")
+    elif feature is None and len(columns) >= 2:
+        fix = (f"Name the columns for the languages ({source_lang}, {target_lang}), or give their names: "
+               f"--source_lang {columns[0]} --target_lang {columns[1]}.")
+    else:
+        fix = "Check --source_lang/--target_lang or the file's fields."
+    raise InputError(
+        f"The {split} split needs a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} dicts, "
+        f"or a text column for each language ({source_lang!r} and {target_lang!r}); {has}. {fix}"
+    )
 
 
-# ---- built-in offline corpus ----
-
-
-# The built-in corpus is balanced over these magnitudes, so that the numbers a person tries first (7, 42, 312,
-# "zweitausend", "eine Million") are as well covered as the 5-digit ones that dominate a uniform draw.
 # ---- tokenization ----
 
 

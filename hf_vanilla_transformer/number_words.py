@@ -11,6 +11,8 @@ from datasets import Dataset, DatasetDict
 from .data import SPLITS, translation_dataset
 from .errors import InputError
 
+# The built-in corpus is balanced over these magnitudes, so that the numbers a person tries first (7, 42, 312,
+# "zweitausend", "eine Million") are as well covered as the 5-digit ones that dominate a uniform draw.
 NUMBER_MAGNITUDES = ("digits_1_2", "digits_3", "digits_4", "digits_5", "digits_6", "round")
 _HELD_OUT_SHARE = 10  # validation and test each take at most 1/10 of a magnitude's numbers; training keeps the rest
 CAPITALIZED_EVERY = 4  # every 4th source of each split starts with a capital, as at the start of a sentence ("Zwei")

@@ -754,6 +754,31 @@ def test_a_tsv_file_that_pandas_or_the_csv_module_wrote_is_read_with_their_quoti
     assert pairs(load_translation_datasets(args)["train"]) == rows[1:]
 
 
+def test_a_csv_file_with_pandas_index_column_is_read_without_it(tmp_path):
+    """`to_csv()` without `index=False` writes ",en,de" above "0,a dog,ein Hund": a traceback-like message about a
+    field "" before."""
+    (tmp_path / "train.csv").write_text(",de,en\n0,ein Hund,a dog\n1,zwei,two\n", encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.csv"),
+                                    cache_dir=str(tmp_path / "cache"))
+    train = load_translation_datasets(args)["train"]
+    assert pairs(train) == [("ein Hund", "a dog"), ("zwei", "two")] and train.column_names == ["translation"]
+
+
+@pytest.mark.parametrize("text, advice", [
+    ("de;en\nein Hund;a dog\n", "it has columns ['de;en']. The file's fields seem separated by ';', not commas: save "
+                                "it with commas (CSV) or tabs (.tsv)."),  # Excel's CSV where the comma is a decimal
+    ("source,target\nein Hund,a dog\n", "it has columns ['source', 'target']. Name the columns for the languages (de, "
+                                        "en), or give their names: --source_lang source --target_lang target."),
+])
+def test_csv_columns_that_are_not_the_languages_get_advice_that_fits(tmp_path, text, advice):
+    (tmp_path / "train.csv").write_text(text, encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.csv"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    assert str(error.value).endswith(advice)
+
+
 def test_a_malformed_data_file_is_one_message(tmp_path):
     (tmp_path / "train.jsonl").write_text('{"translation": {"de": "eins", "en": "one"}}\n{"translation": \n')
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),

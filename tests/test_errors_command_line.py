@@ -230,6 +230,12 @@ def evaluation_pairs_kept_all_blank(tmp):  # the empty split failed in `datasets
         "--max_eval_samples 1 keeps the first 1 validation pair, and it is blank", "Raise --max_eval_samples."]
 
 
+def a_parquet_file(tmp):  # `datasets` reads it from a folder: --dataset_name, which the message gives
+    write(tmp / "train.parquet", b"PAR1")
+    return ["--train_file", tmp / "train.parquet"], [
+        "train.parquet: --train_file reads JSON lines", f"--dataset_name {tmp} (train.parquet, validation.parquet"]
+
+
 def flags_case(name, args, expected):
     """A case made of flags alone, named for its test id."""
     def make_case(tmp):
@@ -285,7 +291,7 @@ OUT_OF_RANGE = [
     an_empty_json_lines_file,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
-    no_layers, batches_smaller_than_a_sentence, evaluation_pairs_kept_all_blank, *OUT_OF_RANGE,
+    no_layers, batches_smaller_than_a_sentence, evaluation_pairs_kept_all_blank, a_parquet_file, *OUT_OF_RANGE,
 ])
 def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
     args, expected = make_case(tmp_path)

@@ -74,7 +74,7 @@ def _open_binary(path: Path) -> BinaryIO:
 def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
     """Decode one line as UTF-8, stripped of surrounding whitespace; raise InputError saying where and how to fix
     (bytes that are not UTF-8, or old Mac line ends: carriage returns alone)."""
-    if has_cr_line_ends(raw.removesuffix(b"\n").removesuffix(b"\r")):
+    if has_cr_line_ends(raw.removesuffix(b"\r\n") if raw.endswith(b"\r\n") else raw.removesuffix(b"\n")):
         raise InputError(cr_line_ends_message(path, line_number))
     try:
         text = raw.decode("utf-8")
@@ -168,13 +168,11 @@ def decode_utf8_text(data: bytes, path: str | Path) -> str:
 
 
 def text_lines(text: str) -> list[str]:
-    """`text` split at line feeds only, as the training data is read (each line's Windows "\r" dropped):
+    """`text` split at line feeds only, as the training data is read (each line's Windows "\r" before them dropped):
     `str.splitlines` also splits at U+2028, form feeds and a lone "\r", which would put translations out of line
     with their sources."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+    *ended, last = text.split("\n")
+    return [line.removesuffix("\r") for line in ended] + ([last] if last else [])  # no line feed: no Windows end
 
 
 _GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)

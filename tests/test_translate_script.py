@@ -70,13 +70,13 @@ def test_a_byte_order_mark_and_windows_line_ends_are_not_text(script, tmp_path, 
 def test_cr_line_ends_are_refused_with_how_to_convert(script, tmp_path, monkeypatch):
     """Old Mac files end lines with a lone "\r": read at line feeds, three sentences were translated as one, with
     exit status 0 (the training data's reader already refused such a file)."""
-    text = "\r".join(LINES) + "\r"
-    (tmp_path / "mac.txt").write_bytes(text.encode("utf-8"))
-    with pytest.raises(InputError, match=r"mac\.txt uses CR line ends .*line 1 .*tr '\\r' '\\n' < \S*mac\.txt"):
-        script.read_lines(str(tmp_path / "mac.txt"))
-    monkeypatch.setattr(sys, "stdin", io.StringIO(text, newline=""))
-    with pytest.raises(InputError, match=r"Standard input uses CR line ends .*tr '\\r' '\\n' < input\.txt \|"):
-        script.read_lines("-")
+    for text in ("\r".join(LINES) + "\r", "\r".join(LINES[:2]) + "\r"):  # two lines: the last "\r" is an end too
+        (tmp_path / "mac.txt").write_bytes(text.encode("utf-8"))
+        with pytest.raises(InputError, match=r"mac\.txt uses CR line ends .*line 1 .*tr '\\r' '\\n' < \S*mac\.txt"):
+            script.read_lines(str(tmp_path / "mac.txt"))
+        monkeypatch.setattr(sys, "stdin", io.StringIO(text, newline=""))
+        with pytest.raises(InputError, match=r"Standard input uses CR line ends .*tr '\\r' '\\n' < input\.txt \|"):
+            script.read_lines("-")
 
 
 def test_lines_are_split_at_line_feeds_only(script, tmp_path, monkeypatch):

@@ -8,18 +8,24 @@ matplotlib's object-oriented API, not pyplot: no backend is switched, and PNGs a
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
 import torch
+from matplotlib import font_manager
 from matplotlib.figure import Figure
 
 from .modeling_vanilla_transformer import sinusoidal_encoding
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
+
+logger = logging.getLogger(__name__)
 
 KINDS = {
     "encoder": ("Encoder self-attention", "source", "source"),
@@ -157,6 +163,7 @@ def attention_figure(
         query_axis = f"{query_axis} (1 token in {query_step} labelled)"
     if key_step > 1:
         key_axis = f"{key_axis} (1 token in {key_step} labelled)"
+    families = label_font_families([*query_tokens, *key_tokens])
     figure = Figure(figsize=(cell * len(heads) + 1.2, cell * len(layers) + 0.9), layout="constrained")
     axes = figure.subplots(len(layers), len(heads), squeeze=False)
     image = None
@@ -167,8 +174,9 @@ def attention_figure(
             ax.set_title(f"layer {layer}/{num_layers}, head {head}/{num_heads}", fontsize=9)
             ax.set_xticks(range(0, len(key_tokens), key_step))
             ax.set_yticks(range(0, len(query_tokens), query_step))
-            ax.set_xticklabels(key_tokens[::key_step] if row == len(layers) - 1 else [], rotation=90, fontsize=7)
-            ax.set_yticklabels(query_tokens[::query_step] if column == 0 else [], fontsize=7)
+            ax.set_xticklabels(key_tokens[::key_step] if row == len(layers) - 1 else [], rotation=90, fontsize=7,
+                               fontfamily=families)
+            ax.set_yticklabels(query_tokens[::query_step] if column == 0 else [], fontsize=7, fontfamily=families)
             ax.tick_params(length=0)
         axes[row][0].set_ylabel(query_axis, fontsize=8)
     for column in range(len(heads)):
@@ -176,6 +184,37 @@ def attention_figure(
     figure.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
     figure.suptitle(title)
     return figure
+
+
+def label_font_families(labels: Sequence[str]) -> list[str]:
+    """Font families for token labels: matplotlib's default font, then installed fonts with the glyphs it lacks (for
+    Chinese, Japanese or Thai tokens), which matplotlib falls back to character by character. Where no installed font
+    has some of them, one warning names them; matplotlib's own is a warning per character, and the labels boxes."""
+    default = font_manager.findfont(font_manager.FontProperties())
+    missing = {ord(char) for char in "".join(labels)} - _glyphs(default) - {ord("\n")}
+    families = [font_manager.get_font(default).family_name]
+    for font in sorted(font_manager.fontManager.ttflist, key=lambda font: font.fname):
+        if not missing:
+            break
+        covered = missing & _glyphs(font.fname)
+        if covered and font.name not in families and not font.name.startswith("Last Resort"):  # it draws boxes
+            families.append(font.name)
+            missing -= covered
+    if missing:
+        shown = "".join(dict.fromkeys(char for char in "".join(labels) if ord(char) in missing))[:10]  # in order
+        logger.warning("No font installed here has glyphs for %s (%d characters of the tokens): their labels show "
+                       "as boxes. Install a font that has them, e.g. Noto Sans CJK (fonts-noto-cjk) for Chinese and "
+                       "Japanese.", shown, len(missing))
+    return families
+
+
+@functools.lru_cache(maxsize=None)
+def _glyphs(font_file: str) -> frozenset[int]:
+    """The code points a font file has glyphs for."""
+    try:
+        return frozenset(font_manager.get_font(font_file).get_charmap())
+    except (OSError, RuntimeError):  # a font file FreeType cannot read
+        return frozenset()
 
 
 def plot_positional_encoding(
@@ -288,5 +327,7 @@ def _field(config, *names):
 def _save(figure: Figure, path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    with warnings.catch_warnings():  # one per missing glyph; `label_font_families` says it once
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font", category=UserWarning)
+        figure.savefig(path, dpi=110)
     return path

@@ -303,3 +303,34 @@ def test_each_axis_is_thinned_by_its_own_length(model_and_tokenizer):
     sources = [label.get_text() for label in figure.axes[-2].get_xticklabels()]
     assert targets == maps.target_tokens and "labelled" not in figure.axes[0].get_ylabel()
     assert 0 < len(sources) < len(maps.source_tokens) / 2 and "labelled" in figure.axes[-2].get_xlabel()
+
+
+def test_labels_in_scripts_the_default_font_lacks_fall_back_to_a_font_that_has_them(tmp_path, caplog, recwarn):
+    """A Chinese or Japanese target drew its labels as boxes, with 18 matplotlib warnings of "Glyph ... missing": an
+    installed font with the glyphs is used where there is one, and one warning names the characters where none is."""
+    import logging
+
+    from matplotlib import font_manager
+
+    from hf_vanilla_transformer.visualization import AttentionMaps, _glyphs, label_font_families, plot_attention
+
+    default = font_manager.get_font(font_manager.findfont(font_manager.FontProperties())).family_name
+    assert label_font_families(["ein", "Hund"]) == [default]
+    elsewhere = next((chr(code) for font in font_manager.fontManager.ttflist if not font.name.startswith("Last")
+                      for code in sorted(_glyphs(font.fname) - _glyphs(font_manager.findfont(
+                          font_manager.FontProperties()))) if chr(code).isalpha()), None)
+    if elsewhere is not None:  # matplotlib's own STIX fonts have letters DejaVu Sans lacks ("ᶁ")
+        families = label_font_families(["a", elsewhere])
+        assert families[0] == default and len(families) == 2
+    tokens = ["猫", "坐", "在", "垫子", "上"]
+    covered = any({ord(char) for char in "猫坐在垫子上"} <= _glyphs(font.fname)
+                  for font in font_manager.fontManager.ttflist if not font.name.startswith("Last"))
+    weights = torch.rand(1, 1, 5, 5).softmax(-1)
+    maps = AttentionMaps(source_tokens=tokens, target_tokens=tokens, encoder=weights, decoder=weights, cross=weights)
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.visualization"):
+        plot_attention(maps, "cross", tmp_path / "cross.png")
+    assert not [warning for warning in recwarn if "missing from font" in str(warning.message)]
+    if not covered:  # as on this project's CI machines: no CJK font
+        assert caplog.messages == ["No font installed here has glyphs for 猫坐在垫子上 (6 characters of the tokens): "
+                                   "their labels show as boxes. Install a font that has them, e.g. Noto Sans CJK "
+                                   "(fonts-noto-cjk) for Chinese and Japanese."]

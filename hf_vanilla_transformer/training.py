@@ -1114,10 +1114,9 @@ def main(argv: list[str] | None = None) -> dict:
         check_push_flags(training_args)
     setup_logging(training_args)
     check_fsdp_launch(training_args)  # before any work (an FSDP launch that cannot run stops here)
-    print(
-        f"process {training_args.process_index} of {training_args.world_size} on {training_args.device}",
-        flush=True,
-    )
+    where = f"process {training_args.process_index} of {training_args.world_size}" if training_args.world_size > 1 \
+        else "running"
+    print(f"{where} on {training_args.device}", flush=True)
     set_seed(training_args.seed)
     resume_from = None
     if training_args.do_train:
@@ -1312,9 +1311,11 @@ def warn_if_averaging_scored_less(log_history: list[dict], final: dict, averaged
 
 def where_the_run_is(output_dir: Path, translated_split: str | None) -> str:
     """The run's last line: what is in its folder, and how to translate with the model."""
-    kept = [what for name, what in (("all_results.json", "scores"), ("training_curves.png", "training curves"),
-                                    ("generated_predictions.txt", f"{translated_split} translations"))
-            if (output_dir / name).is_file()]
+    results = output_dir / "all_results.json"  # a run that only trains writes its training figures there
+    scored = results.is_file() and any(key.endswith("_bleu") for key in json.loads(results.read_text()))
+    kept = ["scores"] * scored + [what for name, what in (
+        ("training_curves.png", "training curves"), ("generated_predictions.txt", f"{translated_split} translations"),
+    ) if (output_dir / name).is_file()]
     with_these = f", with its {', '.join(kept[:-1]) + ' and ' if len(kept) > 1 else ''}{kept[-1]}" if kept else ""
     return (f"The run's model, tokenizer and model card are in {output_dir}{with_these}. Translate a file with "
             f"python {sibling_script('translate.py')} {output_dir} input.txt -o output.txt, or load the model with "

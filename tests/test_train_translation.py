@@ -1098,3 +1098,15 @@ def test_too_few_checkpoints_to_average_is_said_once_not_by_every_process(tmp_pa
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
         assert average_last_checkpoints(trainer) == 0
     assert ("--average_last_checkpoints 3, but the run saved only 0" in caplog.text) is main_process
+
+
+def test_the_last_line_names_scores_only_where_the_run_scored(tmp_path):
+    """A run that only trains writes all_results.json with its training figures: its last line said "with its
+    scores and training curves"."""
+    from hf_vanilla_transformer.training import where_the_run_is
+
+    (tmp_path / "all_results.json").write_text(json.dumps({"train_loss": 3.2, "epoch": 1.0}))
+    (tmp_path / "training_curves.png").write_bytes(b"")
+    assert f"are in {tmp_path}, with its training curves. Translate" in where_the_run_is(tmp_path, None)
+    (tmp_path / "all_results.json").write_text(json.dumps({"train_loss": 3.2, "eval_bleu": 20.1}))
+    assert f"are in {tmp_path}, with its scores and training curves. Translate" in where_the_run_is(tmp_path, None)

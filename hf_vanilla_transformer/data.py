@@ -600,15 +600,18 @@ def pair_has_text(pair: dict | None, source_lang: str, target_lang: str) -> bool
             and bool(normalize_text(pair[source_lang]) and pair[target_lang].strip()))
 
 
+DATA_SOURCES = {
+    "dataset_name": ("dataset_name",),
+    "file": ("train_file", "validation_file", "test_file"),
+    "prefix": ("train_prefix", "validation_prefix", "test_prefix"),
+    "builtin_dataset": ("builtin_dataset",),
+}
+"""The kinds of data source, each with the `TranslationDataArguments` fields that give it."""
+
+
 def _chosen_sources(args: TranslationDataArguments) -> list[str]:
     """Names of the kinds of data source that `args` sets."""
-    kinds = {
-        "dataset_name": [args.dataset_name],
-        "file": [args.train_file, args.validation_file, args.test_file],
-        "prefix": [args.train_prefix, args.validation_prefix, args.test_prefix],
-        "builtin_dataset": [args.builtin_dataset],
-    }
-    return [kind for kind, values in kinds.items() if any(value is not None for value in values)]
+    return [kind for kind, fields in DATA_SOURCES.items() if any(getattr(args, name) is not None for name in fields)]
 
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:

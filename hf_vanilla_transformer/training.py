@@ -55,6 +55,7 @@ from .checkpoints import (
 from .configuration_vanilla_transformer import BIG_SIZES, VanillaTransformerConfig
 from .conversion import converted_marian
 from .data import (
+    DATA_SOURCES,
     TranslationDataArguments,
     check_languages_given,
     check_token_ids_fit,
@@ -746,10 +747,7 @@ RENAMED_FLAGS = {
 """transformers 4 flags that transformers 5 renamed or removed, and what replaced them."""
 
 
-DATA_SOURCE_FLAGS = {
-    "dataset_name", "train_file", "validation_file", "test_file", "train_prefix", "validation_prefix",
-    "test_prefix", "builtin_dataset",
-}
+DATA_SOURCE_FLAGS = {name for fields in DATA_SOURCES.values() for name in fields}
 
 
 def model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:

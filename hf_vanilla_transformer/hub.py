@@ -26,7 +26,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .errors import USER_ERRORS, InputError, MissingFileError, first_line
-from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, update_model_card
+from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, read_json, update_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, VanillaTransformerModel
 from .pipeline_translation import save_translation_pipeline
 
@@ -78,6 +78,8 @@ def push_model_dir(
     check_model_dir(model_dir)
     check_saved_model_type(model_dir)
     card_inputs = {**checkpoint_card(model_dir), **(card_overrides or {})}
+    for name in (CARD_INPUTS_FILE, "all_results.json", "generation_config.json"):  # what the card is made of: a
+        read_json(model_dir / name, optional=True)  # damaged one is an error before the repository is made
     api = HfApi(token=token)
     repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
     if private and not api.repo_info(repo_id).private:  # create_repo leaves an existing repository as it is
@@ -181,7 +183,7 @@ def check_saved_model_type(model_dir: str | os.PathLike) -> None:
     """InputError unless the model saved in `model_dir` is this package's (its config.json's `model_type`): a push
     gives it this package's card, code and pipeline. A MarianMTModel's message says how to convert it."""
     config_file = Path(model_dir) / "config.json"
-    config = _read_json(config_file)
+    config = read_json(config_file)
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type == VanillaTransformerConfig.model_type:
         return
@@ -258,7 +260,7 @@ def checkpoint_card(model_dir: Path) -> dict:
             or (model_dir / "README.md").exists() or (model_dir / CARD_INPUTS_FILE).exists()):
         return {}
     run_inputs = model_dir.parent / CARD_INPUTS_FILE
-    run, state = _read_json(run_inputs) if run_inputs.is_file() else {}, _read_json(state_file)
+    run, state = read_json(run_inputs) if run_inputs.is_file() else {}, read_json(state_file)
     step = state.get("global_step")
     metrics = {key: value for key, value in (run.get("metrics") or {}).items() if key.endswith("_samples")}
     for entry in state.get("log_history", []):
@@ -270,13 +272,6 @@ def checkpoint_card(model_dir: Path) -> dict:
             ("Checkpoint", f"step {step}{of}; the run's other settings are not recorded with it")]}
     recipe = [row for row in run.get("training_args", []) if row[0] != RECIPE_FIELDS["average_last_checkpoints"]]
     return {**run, "metrics": metrics, "training_args": [*recipe, ("Checkpoint", f"step {step} of the training run")]}
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:  # a damaged or non-UTF-8 file
-        raise InputError(f"Cannot read {path}: {error}") from None
 
 
 def check_push_account(repo_id: str, token: str | None, revision: str | None = None) -> None:

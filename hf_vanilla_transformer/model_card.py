@@ -23,7 +23,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from .errors import first_line
+from .errors import InputError, MissingFileError, first_line
 from .generation import PAPER_DECODING
 from .metrics import LANGUAGE_NAMES, language_code
 
@@ -160,9 +160,9 @@ def create_model_card(
     dataset_description = _without_folders(dataset_description)
     evaluation_descriptions = {split: _without_folders(words)
                                for split, words in (evaluation_descriptions or {}).items()}
-    config = _read_json(model_dir / "config.json", "the model's config: save the model there first")
+    config = read_json(model_dir / "config.json", "the model's config: save the model there first")
     if metrics is None:
-        metrics = _read_json(model_dir / "all_results.json", optional=True)
+        metrics = read_json(model_dir / "all_results.json", optional=True)
     if metric_signatures is None and metrics:  # a run's results files hold them beside the scores
         found = {name: metrics.get(f"{prefix}_{name}_signature") for prefix in ("predict", "eval")
                  for name in ("bleu", "chrf") if metrics.get(f"{prefix}_{name}_signature")}
@@ -172,7 +172,7 @@ def create_model_card(
     split_sizes = _cut_splits(split_sizes)
     results = _results(metrics, eval_split, split_sizes)
     decoding_words = _decoding(
-        _read_json(model_dir / "generation_config.json", optional=True), _evaluation_decoding(training_args, decoding)
+        read_json(model_dir / "generation_config.json", optional=True), _evaluation_decoding(training_args, decoding)
     )
     if not run_recorded:
         decoding_words += ", by the saved generation config (the run's evaluation settings are not recorded)"
@@ -324,7 +324,7 @@ def save_model_card(model_dir: str | os.PathLike, **card_kwargs) -> Path:
     inputs["tags"] = list(inputs.get("tags", ()))
     # the license given or found (a base model's folder is no longer at hand when the card is rendered again), not
     # the default: a push from where the Hub can be reached looks again
-    config = _read_json(model_dir / "config.json")
+    config = read_json(model_dir / "config.json")
     inputs["license"] = card_kwargs.get("license") or _inherited_license(card_kwargs.get("base_model"),
                                                                           config.get("converted_from"))
     (model_dir / CARD_INPUTS_FILE).write_text(json.dumps(inputs, indent=2, default=str) + "\n", encoding="utf-8")
@@ -340,7 +340,7 @@ def update_model_card(model_dir: str | os.PathLike, **overrides) -> Path | None:
     model_dir = Path(model_dir)
     inputs_file = model_dir / CARD_INPUTS_FILE
     if inputs_file.is_file():
-        inputs = _read_json(inputs_file)
+        inputs = read_json(inputs_file)
     elif (model_dir / "README.md").is_file() and not overrides.keys() - {"repo_id", "revision"}:
         return None
     else:
@@ -414,12 +414,17 @@ def _decoding(generation: Mapping[str, Any], evaluation: Mapping[str, Any]) -> s
     return f"{search}, {limit}"
 
 
-def _read_json(path: Path, what: str | None = None, optional: bool = False) -> dict:
+def read_json(path: Path, what: str | None = None, optional: bool = False) -> dict:
+    """A JSON file of a model's folder (`what` says what it is, for the error where it is missing; {} where it is
+    `optional` and missing); InputError where it is damaged or not UTF-8."""
     if optional and not path.is_file():
         return {}
     if not path.is_file():
-        raise FileNotFoundError(f"No {path.name} in {path.parent}" + (f" ({what})." if what else "."))
-    return json.loads(path.read_text(encoding="utf-8"))
+        raise MissingFileError(f"No {path.name} in {path.parent}" + (f" ({what})." if what else "."))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"Cannot read {path}: {error}") from None
 
 
 def _results(metrics: Mapping[str, float], eval_split: str,

@@ -187,6 +187,19 @@ def test_damaged_checkpoint_state_is_one_message(run_dir, monkeypatch, capsys):
     assert "Traceback" not in error
 
 
+@pytest.mark.parametrize("name", [CARD_INPUTS_FILE, "all_results.json", "generation_config.json"])
+def test_a_damaged_file_the_card_is_made_of_is_one_message_before_the_repository_is_made(hub_server, run_dir,
+                                                                                         tmp_path, name):  # noqa: F811
+    """A JSONDecodeError traceback, after an empty repository had been made on the Hub."""
+    (run_dir / name).write_text('{"source_lang": "de",')
+    refused = push_script(hub_server, tmp_path / "home", run_dir, "user/damaged")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert f"Cannot read {run_dir / name}: " in refused.stderr
+    exists = hub_server.run_python(
+        "from huggingface_hub import HfApi; print(HfApi().repo_exists('user/damaged'))", hf_home=tmp_path / "home")
+    assert exists.stdout.strip().splitlines()[-1] == "False"
+
+
 @pytest.mark.parametrize("drop", ["refused", "closed"])
 def test_network_failure_during_upload_is_one_message(run_dir, monkeypatch, capsys, drop):
     """huggingface_hub wraps a failed LFS upload in RuntimeError("Error while uploading ..."): from the connection

@@ -27,9 +27,10 @@ import torch
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .conversion import converted_marian
 from .errors import InputError
+from .hub import loading_from
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
 from .pipeline_translation import reads_special_tokens_as_text
-from .tokenization import check_tokenizer_fits_model, load_tokenizer
+from .tokenization import TOKENIZER_FILES, check_tokenizer_fits_model, load_tokenizer
 
 
 # transformers activation name -> ctranslate2 Activation member name
@@ -73,7 +74,8 @@ def _load(model_or_dir):
     if isinstance(model_or_dir, (str, os.PathLike)):
         from transformers import AutoTokenizer, PreTrainedConfig
 
-        model_type = PreTrainedConfig.get_config_dict(model_or_dir)[0].get("model_type")
+        with loading_from(model_or_dir, "a model's config"):  # a damaged config.json: one message
+            model_type = PreTrainedConfig.get_config_dict(model_or_dir)[0].get("model_type")
         if model_type not in ("marian", VanillaTransformerConfig.model_type):
             raise InputError(
                 f"{model_or_dir} holds {f'a {model_type!r} model' if model_type else 'a model of no model_type'} "
@@ -81,13 +83,12 @@ def _load(model_or_dir):
                 "MarianMTModel, which it converts: export it with CTranslate2's own converter "
                 f"(`ct2-transformers-converter --model {model_or_dir} --output_dir ...`)."
             )
-        tokenizer = None
-        if model_type == "marian" and (not os.path.isdir(model_or_dir)
-                                       or Path(model_or_dir, "tokenizer_config.json").is_file()):
-            # its MarianTokenizer (sentencepiece): a missing file or library is one message, not an export with
-            # placeholder tokens
+        tokenizer, local = None, os.path.isdir(model_or_dir)
+        if any(Path(model_or_dir, name).is_file() for name in TOKENIZER_FILES) if local else model_type == "marian":
+            # the folder's tokenizer, or an opus-mt repository's MarianTokenizer (sentencepiece): a damaged or
+            # missing file, or a missing library, is one message, not an export with placeholder tokens
             tokenizer = load_tokenizer(model_or_dir)
-        else:
+        elif not local:  # a Hub repository may hold no tokenizer
             try:
                 tokenizer = AutoTokenizer.from_pretrained(model_or_dir)
             except (OSError, ValueError, TypeError):

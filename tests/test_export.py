@@ -237,6 +237,28 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(tmp_path, mon
     assert not (tmp_path / "ct2").exists()
 
 
+@pytest.mark.parametrize("damaged, message", [
+    ("tokenizer.json", "tokenizer"),  # was exported with placeholder tokens <id_N>, status 0
+    ("config.json", "Cannot load a model's config from"),  # was an OSError's traceback
+])
+def test_a_damaged_file_of_the_folder_is_one_line_and_no_export(tmp_path, monkeypatch, capsys, damaged, message):
+    from hf_vanilla_transformer.errors import DEBUG_VARIABLE, run_command
+    from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=300)
+    VanillaTransformerForConditionalGeneration(tiny_config(vocab_size=len(tokenizer), **special_token_ids(
+        tokenizer))).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    (tmp_path / "model" / damaged).write_text('{"version": "1.0", "trunc')
+    monkeypatch.delenv(DEBUG_VARIABLE, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2")]),
+                    name="export_ctranslate2.py")
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert exit_info.value.code == 2 and error.startswith("export_ctranslate2.py: error: ") and message in error
+    assert not (tmp_path / "ct2").exists()
+
+
 def test_only_an_earlier_export_is_ever_replaced(tmp_path):
     """The output folder is deleted and rewritten only when it holds an earlier export: the model's own folder, a
     folder of runs or a file is refused, and left as it was."""

@@ -292,9 +292,10 @@ def is_terminal(stream) -> bool:
 def load_translator(model: str, args: argparse.Namespace, parser: argparse.ArgumentParser):
     """The translation pipeline of `model` (a folder, or a Hub repo's snapshot) on --device; parser.error's one line
     for a model or tokenizer that cannot be loaded or do not fit."""
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if args.quantize and torch.device(device).type != "cpu":  # a GPU was chosen for want of --device
-        parser.error(f"--quantize {args.quantize} runs on the CPU: pass --device cpu (got {device}).")
+    device = args.device or ("cuda" if torch.cuda.is_available() and not args.quantize else "cpu")
+    if args.quantize and torch.device(device).type != "cpu":
+        parser.error(f"--quantize {args.quantize} runs on the CPU: leave --device out, or pass --device cpu (got "
+                     f"{device}).")
     try:
         with loading_from(args.model):  # each apart: the pipeline would hide why a model or tokenizer failed to load
             # the model first: a Hub repo (or branch) with neither is said to have no model, not no tokenizer

@@ -131,6 +131,11 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
     script.main([str(model_dir), "-q", "--quantize", "int8", "--device", "cpu"])
     assert capsys.readouterr().out.splitlines() == int8_expected
     assert len(quantized) == 1 and all(layer.int8 for layer in quantized[0].modules() if hasattr(layer, "int8"))
+    # the README's command, without --device, on a machine with a GPU: the CPU, which int8 runs on (it was refused)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(LINES)))
+    script.main([str(model_dir), "-q", "--quantize", "int8"])
+    assert capsys.readouterr().out.splitlines() == int8_expected and quantized[-1].device.type == "cpu"
 
 
 @pytest.mark.parametrize(

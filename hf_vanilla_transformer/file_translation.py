@@ -99,7 +99,9 @@ def unwritable(path: Path) -> str | None:
     """Why `path` cannot be written, or None: opened for appending, which leaves a file there as it is (the
     translations replace it only once translating begins), and removed again if this made it, so that a run that
     fails before leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with
-    os.access: opening a FIFO waits for its reader."""
+    os.access: opening a FIFO waits for its reader. A symbolic link is followed: its target is the file written (and
+    left as it was), the link kept."""
+    path = Path(os.path.realpath(path))  # a dangling link's target too, which writing would make
     if path.exists() and not path.is_file():
         return None if os.access(path, os.W_OK) else "permission denied"
     existed = path.exists()

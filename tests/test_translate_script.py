@@ -335,6 +335,10 @@ def test_checking_the_output_file_leaves_it_as_it_was(script, model_dir, tmp_pat
             script.main([str(model_dir), str(tmp_path / "nul.txt"), "-q", "-o", str(output)])
     assert (tmp_path / "old.txt").read_text() == "earlier translations\n" and not (tmp_path / "new.txt").exists()
     assert "nul.txt is not a text file (line 1 holds NUL bytes)" in capsys.readouterr().err
+    (tmp_path / "link.txt").symlink_to(tmp_path / "target.txt")  # a link to a file not made yet: it was deleted
+    with pytest.raises(SystemExit):
+        script.main([str(model_dir), str(tmp_path / "nul.txt"), "-q", "-o", str(tmp_path / "link.txt")])
+    assert (tmp_path / "link.txt").is_symlink() and not (tmp_path / "target.txt").exists()
 
 
 def byte_stdin(data: bytes):

@@ -360,11 +360,11 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     save the model's tokenizer into it). A `tokenizer.json` file stands for the folder it is in; another JSON file
     of the `tokenizers` library (`Tokenizer.save("my.json")`) is read on its own."""
     path = Path(name_or_path)
+    if path.is_file() and path.name == "tokenizer.json":
+        return load_tokenizer(path.parent, remedy=remedy, **kwargs)
     remedy = remedy or (f"Save the tokenizer the model was trained with into it (`tokenizer.save_pretrained("
                         f"'{path}')`; the training script also takes one with --tokenizer_name).")
     if path.is_file():
-        if path.name == "tokenizer.json":
-            return load_tokenizer(path.parent, remedy=remedy, **kwargs)
         try:
             tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(path))
         except Exception as error:  # tokenizers' own exception types: not JSON, or not a tokenizer's

@@ -1,5 +1,7 @@
 """Tests for hf_vanilla_transformer.tokenization: shared byte-level BPE, eos post-processing, save/reload."""
 
+import re
+
 import pytest
 from datasets import Dataset
 from transformers import AutoTokenizer
@@ -197,6 +199,9 @@ def test_load_tokenizer_takes_a_tokenizer_file(tmp_path):
     with pytest.raises(InputError, match=r"config\.json is a file that is not a tokenizer \(.*\): give the folder "
                                          r"that holds the tokenizer \(tokenizer\.json, tokenizer_config\.json\)"):
         load_tokenizer(tmp_path / "config.json")
+    (tmp_path / "saved" / "tokenizer.json").write_text('{"version": "1.0", "trunc')  # the advice names the folder
+    with pytest.raises(InputError, match=re.escape(f"`tokenizer.save_pretrained('{tmp_path / 'saved'}')`")):
+        load_tokenizer(tmp_path / "saved" / "tokenizer.json")
 
 
 GERMAN_TARGETS = [

@@ -312,9 +312,10 @@ def check_push_account(repo_id: str, token: str | None, revision: str | None = N
         raise InputError(f"--push_to_hub, checked before training: {message}") from None
 
 
-def check_push_target(repo_id: str | None, token: str | None = None) -> None:
+def check_push_target(repo_id: str | None, token: str | None = None, token_flag: str = "--token") -> None:
     """What can be known about a push before any work, without the network: `repo_id` (None: named later) is one
-    the Hub accepts, the Hub is not switched off (HF_HUB_OFFLINE), and there is a token. InputError otherwise."""
+    the Hub accepts, the Hub is not switched off (HF_HUB_OFFLINE), and there is a token (the error names the command
+    line's `token_flag`). InputError otherwise."""
     from huggingface_hub import constants, get_token
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
@@ -327,7 +328,7 @@ def check_push_target(repo_id: str | None, token: str | None = None) -> None:
     if constants.HF_HUB_OFFLINE:
         raise InputError("HF_HUB_OFFLINE is set, so nothing can be pushed: unset it to push, or do not ask for a push.")
     if token is None and get_token() is None:
-        raise InputError("Pushing needs a Hub token: run `hf auth login`, set HF_TOKEN, or pass the token flag.")
+        raise InputError(f"Pushing needs a Hub token: run `hf auth login`, set HF_TOKEN, or pass {token_flag}.")
 
 
 def hub_error_message(error: Exception, repo_id: str) -> str | None:

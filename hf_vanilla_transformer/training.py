@@ -932,9 +932,9 @@ def check_push_flags(training_args) -> None:
     any machine."""
     repo_id = push_repo_id(training_args)
     try:
-        check_push_target(repo_id, training_args.hub_token)
+        check_push_target(repo_id, training_args.hub_token, token_flag="--hub_token")
     except InputError as error:
-        raise InputError(f"--push_to_hub: {str(error).replace('the token flag', '--hub_token')}") from None
+        raise InputError(f"--push_to_hub: {error}") from None
     if hub_unreachable():  # a name lookup, no request: the push at the end would fail after all the training
         raise InputError(
             f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no network or no name service), so "

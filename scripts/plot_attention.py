@@ -62,11 +62,11 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
-    args, parser = parse_arguments(argv)
+    args, _ = parse_arguments(argv)
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
     import hf_vanilla_transformer  # noqa: F401  (registers the model)
-    from hf_vanilla_transformer.errors import InputError, MissingFileError
+    from hf_vanilla_transformer.errors import InputError
     from hf_vanilla_transformer.hub import loading_from, model_location
     from hf_vanilla_transformer.tokenization import check_tokenizer_fits_model, load_tokenizer
     from hf_vanilla_transformer.visualization import (
@@ -76,25 +76,19 @@ def main(argv: list[str] | None = None) -> list[Path]:
         plot_positional_encoding,
     )
 
-    try:
-        location = model_location(args.model, args.revision)
-        with loading_from(args.model):
-            config = AutoConfig.from_pretrained(location, revision=args.revision)
-    except (MissingFileError, InputError) as error:
-        parser.error(str(error))
+    location = model_location(args.model, args.revision)
+    with loading_from(args.model):
+        config = AutoConfig.from_pretrained(location, revision=args.revision)
     try:  # against the config, before the model is loaded and translates, and before any file is written
         layers, heads, dimensions = check_choices(
             config, args.kinds, layers=args.layers, heads=args.heads, dimensions=args.dimensions
         )
     except ValueError as error:
-        parser.error(str(error))
-    try:
-        with loading_from(args.model):
-            tokenizer = load_tokenizer(location, revision=args.revision)
-            check_tokenizer_fits_model(tokenizer, config.vocab_size, args.model)  # before the model loads
-            model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
-    except (MissingFileError, InputError) as error:
-        parser.error(str(error))
+        raise InputError(str(error)) from error
+    with loading_from(args.model):
+        tokenizer = load_tokenizer(location, revision=args.revision)
+        check_tokenizer_fits_model(tokenizer, config.vocab_size, args.model)  # before the model loads
+        model = AutoModelForSeq2SeqLM.from_pretrained(location, revision=args.revision, attn_implementation="eager")
 
     maps = compute_attention(model, tokenizer, args.sentence, target=args.target)
     print(f"source: {' '.join(maps.source_tokens)}")
@@ -109,7 +103,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
             max_positions=args.max_positions, dimensions=dimensions,
         ))
     except OSError as error:  # a folder that cannot be made or written
-        parser.error(f"Cannot write the plots into {args.output_dir}: {error.strerror or error}.")
+        raise InputError(f"Cannot write the plots into {args.output_dir}: {error.strerror or error}.") from error
     for path in written:
         print(f"wrote {path}")
     return written

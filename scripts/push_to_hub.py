@@ -51,19 +51,16 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
 
 
 def main(argv: list[str] | None = None):
-    args, parser = parse_arguments(argv)
+    args, _ = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
     from hf_vanilla_transformer.hub import (
         check_model_dir, check_push_target, check_saved_model_type, hub_error_message, left_out_of_push,
         push_model_dir,
     )
 
-    try:
-        check_model_dir(args.model_dir)
-        check_saved_model_type(args.model_dir)
-        check_push_target(args.repo_id, args.token)
-    except (FileNotFoundError, InputError) as error:
-        parser.error(str(error).replace("the token flag", "--token"))
+    check_model_dir(args.model_dir)  # the folder first: what is wrong with it, before whether one may push
+    check_saved_model_type(args.model_dir)
+    check_push_target(args.repo_id, args.token)
     card_overrides = {key: value for key in ("source_lang", "target_lang", "dataset_name", "license")
                       if (value := getattr(args, key)) is not None}
     try:
@@ -82,7 +79,7 @@ def main(argv: list[str] | None = None):
         message = hub_error_message(error, args.repo_id)
         if message is None:
             raise
-        parser.error(message)
+        raise InputError(message) from error
     if left_out := left_out_of_push(args.model_dir):  # said once pushed: a refused push uploads nothing at all
         print(f"Not uploaded (training state, checkpoints, private _* files): {', '.join(left_out)}", file=sys.stderr)
     print(commit.pr_url or commit.commit_url)

@@ -135,13 +135,15 @@ print(json.dumps({{
 
 
 def test_push_script_errors(tmp_path, capsys):
+    from hf_vanilla_transformer.errors import run_command
+
     push_script = load_script("push_to_hub")
     with pytest.raises(SystemExit) as exit_info:
-        push_script.main([str(tmp_path / "nope"), "user/x"])
+        run_command(lambda: push_script.main([str(tmp_path / "nope"), "user/x"]), name="push_to_hub.py")
     assert exit_info.value.code == 2 and "No model directory" in capsys.readouterr().err
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(SystemExit) as exit_info:
-        push_script.main([str(tmp_path), "user/x"])
+        run_command(lambda: push_script.main([str(tmp_path), "user/x"]), name="push_to_hub.py")
     error = capsys.readouterr().err
     assert exit_info.value.code == 2 and "lacks the weights" in error and "tokenizer" in error
 

@@ -8,6 +8,7 @@ import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_vanilla_transformer  # noqa: F401
+from hf_vanilla_transformer.errors import run_command
 from hf_vanilla_transformer.visualization import compute_attention, plot_attention, plot_positional_encoding
 from tiny_translation_model import SOURCES, load_script, make_tiny_model_dir
 
@@ -177,7 +178,8 @@ def test_script_errors(model_dir, tmp_path, capsys, args, message):
     args = [str(names[a]) if a in names else a.replace("FILE", str(names["FILE"])) for a in args]
     args = [a.replace("NEW", str(tmp_path / "new")) for a in args]
     with pytest.raises(SystemExit) as exit_info:
-        load_script("plot_attention").main(args if "-o" in args else [*args, "-o", str(tmp_path)])
+        run_command(lambda: load_script("plot_attention").main(args if "-o" in args else [*args, "-o", str(tmp_path)]),
+                    name="plot_attention.py")
     assert exit_info.value.code == 2 and message.replace("MODEL", str(model_dir)) in capsys.readouterr().err
     assert not (tmp_path / "new").exists()  # nothing made for a command refused
 
@@ -243,7 +245,8 @@ def test_choices_are_checked_before_the_model_loads_and_nothing_is_written(model
 
     monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_loading)
     with pytest.raises(SystemExit) as exit_info:
-        load_script("plot_attention").main([str(model_dir), SENTENCE, "-o", str(tmp_path / "plots"), *args])
+        run_command(lambda: load_script("plot_attention").main([str(model_dir), SENTENCE, "-o", str(tmp_path / "plots"),
+                                                               *args]), name="plot_attention.py")
     out, err = capsys.readouterr()
     assert exit_info.value.code == 2 and out == "" and err.endswith(f": error: {message}\n")
     assert not (tmp_path / "plots").exists()
@@ -264,7 +267,8 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(model_dir, tm
 
     monkeypatch.setattr(AutoModelForSeq2SeqLM, "from_pretrained", no_loading)
     with pytest.raises(SystemExit) as exit_info:
-        load_script("plot_attention").main([str(folder), SENTENCE, "-o", str(tmp_path / "plots")])
+        run_command(lambda: load_script("plot_attention").main([str(folder), SENTENCE, "-o", str(tmp_path / "plots")]),
+                    name="plot_attention.py")
     err = capsys.readouterr().err
     assert exit_info.value.code == 2 and len(err.splitlines()) == 1
     assert f"has ids up to {len(tokenizer) - 1} and the model a vocabulary of {len(tokenizer) - 1}" in err
@@ -334,3 +338,14 @@ def test_labels_in_scripts_the_default_font_lacks_fall_back_to_a_font_that_has_t
         assert caplog.messages == ["No font installed here has glyphs for 猫坐在垫子上 (6 characters of the tokens): "
                                    "their labels show as boxes. Install a font that has them, e.g. Noto Sans CJK "
                                    "(fonts-noto-cjk) for Chinese and Japanese."]
+
+
+def test_the_debug_variable_shows_the_traceback_of_a_refused_model(tmp_path, monkeypatch):
+    """HF_VANILLA_TRANSFORMER_DEBUG=1 shows the traceback behind a one-line error, as in the other scripts; this
+    script called argparse's error directly, which no variable turned off."""
+    from hf_vanilla_transformer.errors import DEBUG_VARIABLE, MissingFileError
+
+    monkeypatch.setenv(DEBUG_VARIABLE, "1")
+    with pytest.raises(MissingFileError, match="No model directory at"):
+        run_command(lambda: load_script("plot_attention").main([str(tmp_path / "missing"), SENTENCE, "-o",
+                                                                str(tmp_path / "plots")]), name="plot_attention.py")

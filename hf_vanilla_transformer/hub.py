@@ -316,7 +316,7 @@ def check_push_target(repo_id: str | None, token: str | None = None, token_flag:
     """What can be known about a push before any work, without the network: `repo_id` (None: named later) is one
     the Hub accepts, the Hub is not switched off (HF_HUB_OFFLINE), and there is a token (the error names the command
     line's `token_flag`). InputError otherwise."""
-    from huggingface_hub import constants, get_token
+    from huggingface_hub import get_token
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
@@ -343,14 +343,13 @@ def hub_error_message(error: Exception, repo_id: str) -> str | None:
         return "HF_HUB_OFFLINE is set, so nothing can be pushed: unset it to push."
     if isinstance(error, HfHubHTTPError):
         status = getattr(getattr(error, "response", None), "status_code", None)
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if status == 401:
             return (f"The Hub did not accept the token (401 Unauthorized) for {repo_id}: run `hf auth login`, set "
                     "HF_TOKEN, or pass a valid token.")
         if status == 403:
             return (f"The token may not write to {repo_id} (403 Forbidden): use a token with write access to its "
                     "namespace, or push to your own namespace.")
-        return f"The Hub refused the push to {repo_id}: {first_line}"
+        return f"The Hub refused the push to {repo_id}: {first_line(error)}"
     if (network := network_failure(error)) is not None:
         reason = str(network) if network is error else f"{str(error).rstrip('.')}: {network}"
         return f"Cannot reach the Hub at {constants.ENDPOINT} ({reason}): check the network connection, or HF_ENDPOINT."

@@ -383,8 +383,8 @@ def _hub_card_license(repo_id: str) -> str | None:
 def _template_path() -> Path:
     if not TEMPLATE_PATH.is_file():
         raise FileNotFoundError(
-            f"The model card template is not at {TEMPLATE_PATH} (it ships with the repository, not the wheel): "
-            "pass template_path=... or install the package from its repository (pip install -e .)."
+            f"The model card template is not at {TEMPLATE_PATH} (the package ships it: a damaged installation?): "
+            "pass template_path=..., or install the package again."
         )
     return TEMPLATE_PATH
 
@@ -592,8 +592,10 @@ def _argument(training_args: Any, field: str) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """A metric value as JSON can hold it (numpy scalars become Python numbers)."""
-    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, (bool, int)) else value
+    """A metric value as JSON can hold it: numpy scalars become Python numbers, integers staying integers."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else value
 
 
 def _number(value: Any) -> str:

@@ -56,7 +56,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     if output_dir.exists() and not output_dir.is_dir():
         parser.error(f"-o {args.output_dir} is a file: give a folder for the PNGs (made if missing).")
     if not output_dir.exists() and output_dir.suffix.lower() in IMAGE_SUFFIXES:
-        parser.error(f"-o {args.output_dir} looks like a file name, but -o names the folder the {len(FILES) + 1} "
+        parser.error(f"-o {args.output_dir} looks like a file name, but -o names the folder the {len(args.kinds) + 1} "
                      f"PNGs are written into: e.g. -o {output_dir.with_suffix('')}.")
     return args, parser
 

@@ -623,3 +623,16 @@ def test_a_split_cut_to_its_first_pairs_says_of_how_many(tmp_path):
     whole = create_model_card(model_dir, metrics=METRICS).text  # no sizes given: the counts alone, as before
     assert "| validation | 27.35 | 55.50 | 1,014 |" in whole and "- Training sentence pairs: 29,000\n" in whole
     assert "the first" not in whole and "not comparable" not in whole
+
+
+def test_the_saved_card_inputs_keep_counts_as_integers(model_dir, training_args, tmp_path):
+    """numpy counts (the Trainer's, a dataset's len as np.int64) were saved as floats: "train_samples": 29000.0."""
+    import shutil
+
+    import numpy as np
+
+    folder = shutil.copytree(model_dir, tmp_path / "model")
+    save_model_card(folder, source_lang="de", target_lang="en", training_args=training_args,
+                    metrics={"train_samples": np.int64(29000), "eval_bleu": np.float32(27.5)})
+    saved = json.loads((folder / CARD_INPUTS_FILE).read_text())["metrics"]
+    assert saved == {"train_samples": 29000, "eval_bleu": 27.5} and isinstance(saved["train_samples"], int)

@@ -60,6 +60,11 @@ def parse_arguments(argv=None):
     return args
 
 
+HUB_FILES = ["*.json", "*.safetensors", "pytorch_model*.bin", "*.spm", "*.model", "*.txt"]
+"""What the export reads of a Hub repository: configs, PyTorch weights, tokenizer files. Not an opus-mt
+repository's TensorFlow, Flax and Rust weights, which would triple the download."""
+
+
 def main(argv=None) -> Path:
     args = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
@@ -77,7 +82,7 @@ def main(argv=None) -> Path:
         from huggingface_hub import snapshot_download
 
         with loading_from(args.model):  # one sentence for not found, offline (OSErrors) or not an id (ValueError)
-            model = snapshot_download(model)
+            model = snapshot_download(model, allow_patterns=HUB_FILES)
     try:
         out_dir = export_ctranslate2(
             model,

@@ -327,6 +327,29 @@ def test_an_unreachable_hub_id_is_one_sentence(tmp_path, monkeypatch):
     assert not (tmp_path / "ct2").exists()
 
 
+def test_a_hub_model_is_downloaded_without_the_weights_of_other_frameworks(tmp_path, monkeypatch):
+    """An opus-mt repository holds TensorFlow, Flax and Rust weights beside PyTorch's: the whole repository was
+    downloaded for an export that reads the PyTorch weights alone."""
+    from fnmatch import fnmatch
+
+    import huggingface_hub
+
+    from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(["ein Hund", "a dog"], vocab_size=300)
+    VanillaTransformerForConditionalGeneration(tiny_config(vocab_size=len(tokenizer), **special_token_ids(
+        tokenizer))).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    asked = {}
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda repo_id, **kwargs: asked.update(kwargs) or str(tmp_path / "model"))
+    export_script().main(["someone/model", str(tmp_path / "ct2")])
+    repository = ["config.json", "generation_config.json", "model.safetensors", "pytorch_model.bin", "source.spm",
+                  "vocab.json", "tokenizer.json", "tf_model.h5", "flax_model.msgpack", "rust_model.ot", "README.md"]
+    fetched = [name for name in repository if any(fnmatch(name, pattern) for pattern in asked["allow_patterns"])]
+    assert fetched == repository[:7]
+
+
 def test_a_converted_marian_model_with_an_output_bias_translates_as_generate_does(tmp_path):
     """opus-mt models have a trained final_logits_bias and generate up to max_length 512 (not source + 50): the
     export carries both (without the bias every logit was off by it)."""

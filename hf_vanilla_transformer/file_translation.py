@@ -136,8 +136,10 @@ def read_lines(file: str) -> list[str]:
         try:
             text = data.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark is no part of line 1
         except UnicodeDecodeError as error:
+            line, start = data.count(b"\n", 0, error.start) + 1, data.rfind(b"\n", 0, error.start) + 1
             raise InputError(
-                f"Standard input is not valid UTF-8 ({error.reason} at byte {error.start}): re-encode it, e.g. "
+                f"Standard input is not valid UTF-8 (line {line}: {error.reason} at byte {error.start - start} of the "
+                "line): re-encode it, e.g. "
                 "`iconv -f CP1252 -t UTF-8 input.txt | python scripts/translate.py MODEL`."
             ) from error
     lines = text_lines(text)

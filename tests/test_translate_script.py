@@ -368,6 +368,15 @@ def test_utf16_input_is_named_with_the_command_that_converts_it(script, model_di
            "MODEL`." in err
 
 
+def test_standard_input_that_is_not_utf8_is_named_by_its_line(script, model_dir, monkeypatch, capsys):
+    """A file's error named the line; standard input's gave the byte in the whole input ("at byte 13")."""
+    monkeypatch.setattr(sys, "stdin", byte_stdin("zwei\ndrei\nf\u00fcnf\n".encode("cp1252")))
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([str(model_dir), "-q"])
+    assert exit_info.value.code == 2 and "Standard input is not valid UTF-8 (line 3: invalid start byte at " \
+        "byte 1 of the line): re-encode it, e.g. `iconv -f CP1252 -t UTF-8 input.txt |" in capsys.readouterr().err
+
+
 def test_a_nul_byte_on_standard_input_is_refused_as_in_a_file(script, model_dir, monkeypatch, capsys):
     """`printf 'zwei\\x00drei'` on standard input was translated ("sixty-two"), where a file was refused."""
     monkeypatch.setattr(sys, "stdin", byte_stdin(b"Ein Hund.\nZwei\x00Kinder.\n"))

@@ -406,7 +406,6 @@ class CTranslate2Translator:
         num_beams: int | None = None,
         length_penalty: float | None = None,
         max_new_tokens: int | None = None,
-        pad_token_id: int = 0,
         max_batch_size: int = 0,
         **options,
     ) -> list[list[int]]:
@@ -423,6 +422,14 @@ class CTranslate2Translator:
             max_new_tokens = self.settings["max_length"] - 1  # generate()'s max_length counts the start token
         if max_new_tokens is None:  # generate()'s default: source length + 50
             max_new_tokens = input_ids.shape[1] + 50
+        positions = self.settings.get("max_position_embeddings")  # the stored table's length (--max_positions)
+        if positions and max(map(len, source), default=0) > positions:
+            raise ValueError(
+                f"A source of {max(map(len, source))} tokens is longer than the export's position table ({positions} "
+                "positions): export the model again with a larger --max_positions (max_positions=...)."
+            )
+        if positions and max_new_tokens >= positions:  # CTranslate2 would stop there with an error
+            max_new_tokens = positions - 1
         if self.settings.get("bad_words_ids") and "suppress_sequences" not in options:  # Marian's [[pad]]
             options["suppress_sequences"] = [[self.tokens[i] for i in ids] for ids in self.settings["bad_words_ids"]]
         results = self.translator.translate_batch(

@@ -173,6 +173,20 @@ def test_position_table_is_the_papers_interleaved_encoding():
         torch.testing.assert_close(stack.position_encodings.encodings, sinusoidal_encoding(torch.arange(40), 32))
 
 
+def test_the_position_table_length_is_a_clear_limit(exported, sources, tmp_path):
+    """With --max_positions 8, a long source or translation ended in CTranslate2's own error ("No position encodings
+    are defined for positions >= 8"); the length stored beside the export went unread."""
+    model, _ = exported
+    out_dir = export_ctranslate2(model, tmp_path / "short", max_positions=8)
+    input_ids, attention_mask = sources
+    short = attention_mask.sum(1) <= 6
+    translations = CTranslate2Translator(out_dir).translate(input_ids[short], attention_mask[short], max_new_tokens=20)
+    assert all(len(row) <= 7 for row in translations)  # the start token and 7 more fill the 8 positions
+    with pytest.raises(ValueError, match=r"A source of \d+ tokens is longer than the export's position table \(8 "
+                                         r"positions\): export the model again with a larger --max_positions"):
+        CTranslate2Translator(out_dir).translate(input_ids, attention_mask)
+
+
 def test_int8_export_translates_and_leaves_the_model_alone(exported, sources, tmp_path):
     model, _ = exported
     weights = {name: tensor.clone() for name, tensor in model.state_dict().items()}

@@ -34,7 +34,7 @@ from datasets import Dataset, DatasetDict, Features, Value, load_dataset, load_f
 from datasets.exceptions import DatasetGenerationError
 from datasets.table import CastError
 
-from .errors import USER_ERRORS, InputError, MissingFileError
+from .errors import USER_ERRORS, InputError, MissingFileError, shown_list
 from .hub import loading_from
 from .metrics import LANGUAGE_NAMES, language_code
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
@@ -240,8 +240,7 @@ def _warn_about_skipped(report: ParallelTextReport, keep_blank: bool = False) ->
         if line_numbers:
             count = len(line_numbers)
             counted = f"{count} {what}{'s' if count > 1 else ''} in {file_name}"
-            shown = ", ".join(map(str, line_numbers[:_SHOWN_LINE_NUMBERS]))
-            where = f"line{'s' if count > 1 else ''} {shown}{', ...' if count > _SHOWN_LINE_NUMBERS else ''}"
+            where = f"line{'s' if count > 1 else ''} {shown_list(line_numbers, _SHOWN_LINE_NUMBERS)}"
             if keep_blank and what == "empty line":
                 kept = "that pair is" if count == 1 else "those pairs are"
                 logger.warning(
@@ -1218,8 +1217,7 @@ def _warn_about_values_that_are_not_text(not_text: dict[tuple[Path, str, str, st
     """A warning for each file, language and kind (list, object) of values that are not text, naming their lines
     (or items, in a file that is one JSON list)."""
     for (path, word, lang, kind), numbers in not_text.items():
-        shown = ", ".join(map(str, numbers[:_SHOWN_LINE_NUMBERS]))
-        shown += ", ..." if len(numbers) > _SHOWN_LINE_NUMBERS else ""
+        shown = shown_list(numbers, _SHOWN_LINE_NUMBERS)
         said = (f"the {lang} value of {word} {shown} is not text but {kind}: it is read as missing, so its pair"
                 if len(numbers) == 1 else f"{len(numbers)} {lang} values ({word}s {shown}) are not text but "
                 f"{kind.split()[1]}s: each is read as missing, so its pair")

@@ -34,6 +34,12 @@ class MissingFileError(FileNotFoundError):
 USER_ERRORS = (InputError, MissingFileError)
 
 
+def shown_list(items, limit: int) -> str:
+    """The first `limit` of `items` for a message, "a, b, c, ..." where there are more."""
+    items = list(items)
+    return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
+
+
 def first_line(error: BaseException) -> str:
     """The first line of a library's error message (some span many), ending with a full stop: a reason to put in
     one of ours."""

@@ -26,7 +26,7 @@ import torch
 
 from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .conversion import converted_marian
-from .errors import InputError
+from .errors import InputError, shown_list
 from .hub import loading_from
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
 from .pipeline_translation import reads_special_tokens_as_text
@@ -236,7 +236,7 @@ def _check_export_target(out_dir: Path, force: bool) -> bool:
         raise FileExistsError(f"{out_dir} exists; pass force=True to overwrite it.")
     others = [name for name in entries if not _is_export_file(name)]
     if others or "model.bin" not in entries:
-        shown = ", ".join(others[:4]) + (", ..." if len(others) > 4 else "") if others else "no model.bin"
+        shown = shown_list(others, 4) if others else "no model.bin"
         raise FileExistsError(
             f"{out_dir} is not a CTranslate2 export ({shown}), so it is not overwritten: give a new or empty folder "
             "for the export."

@@ -36,7 +36,7 @@ from transformers.utils import logging
 
 from .conversion import converted_marian
 from .data import cr_line_ends_message, decode_utf8_text, has_cr_line_ends, text_lines, utf16_encoding
-from .errors import InputError, command_parser, debugging, device_from_name, usable_device
+from .errors import InputError, command_parser, debugging, device_from_name, shown_list, usable_device
 from .hub import loading_from, model_location
 from .packed_linear import quantize_int8
 from .pipeline_translation import TASK, normalize_text, reads_special_tokens_as_text, translate_sentences
@@ -208,7 +208,7 @@ def warn_about_several_sentences(lines: list[str], first: int = 1) -> None:
     """One warning naming the lines of `lines` (numbered from `first`) that hold several sentences."""
     if not (numbers := [first - 1 + number for number in several_sentences(lines)]):
         return
-    shown = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+    shown = shown_list(numbers, 5)
     lines_hold = "1 line holds" if len(numbers) == 1 else f"{len(numbers)} lines hold"
     print(f"translate.py: warning: {lines_hold} several sentences ({shown}); the model translates one sentence a "
           "line and may leave sentences out: split the text into sentences first, one a line.", file=sys.stderr)
@@ -222,7 +222,7 @@ def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int, first
     if not numbers:
         return
     numbers = [first - 1 + number for number in numbers]
-    shown = ", ".join(map(str, numbers[:5])) + (", ..." if len(numbers) > 5 else "")
+    shown = shown_list(numbers, 5)
     lines_are = "1 line is" if len(numbers) == 1 else f"{len(numbers)} lines are"
     why = ("the model's max_position_embeddings" if limit < LONG_LINE_TOKENS
            else "the longest sources train_translation.py trains on (--max_source_length 256)")

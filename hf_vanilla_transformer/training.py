@@ -71,7 +71,7 @@ from .distributed import (
     holds_whole_fsdp_weights,
     whole_fsdp_weights_advice,
 )
-from .errors import InputError, first_line, one_line_errors, sibling_script
+from .errors import InputError, first_line, one_line_errors, shown_list, sibling_script
 from .hub import (
     check_push_account,
     check_push_target,
@@ -1547,7 +1547,7 @@ def _delete_earlier(training_args, paths: list[Path], what: str) -> None:
         return
     with training_args.main_process_first(desc=f"deleting an earlier run's {what}"):
         if training_args.process_index == 0:
-            shown = ", ".join(path.name for path in paths[:8]) + (", ..." if len(paths) > 8 else "")
+            shown = shown_list((path.name for path in paths), 8)
             logger.warning("--overwrite_output_dir: deleting the earlier run's %s in %s: %s", what,
                            training_args.output_dir, shown)
             for path in paths:

@@ -14,7 +14,7 @@ from pathlib import Path
 try:
     import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
     from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
-    from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command
+    from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command, shown_list
     from hf_vanilla_transformer.checkpoints import complete_checkpoints, run_checkpoints
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
@@ -168,7 +168,7 @@ def main(argv=None):
     stale = [n for n in entries if n in ("README.md", "model_card_inputs.json", "generated_predictions.txt")
              or n.endswith("_results.json")]  # the card inputs too: a push renders the card again from them
     if entries and not args.overwrite:
-        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        shown = shown_list(entries, 4)
         removed = f" and remove {', '.join(stale)}, which describe the model there now" if stale else ""
         raise InputError(
             f"--output_dir {args.output_dir} is not empty ({shown}), so it is not overwritten: give a new or empty "

@@ -303,7 +303,9 @@ def load_translator(model: str, args: argparse.Namespace, parser: argparse.Argum
     try:
         with loading_from(args.model):  # each apart: the pipeline would hide why a model or tokenizer failed to load
             # the model first: a Hub repo (or branch) with neither is said to have no model, not no tokenizer
-            loaded = AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision)
+            # int8 is made from float32 weights, whatever dtype the model was saved in
+            loaded = AutoModelForSeq2SeqLM.from_pretrained(model, revision=args.revision,
+                                                           **({"dtype": torch.float32} if args.quantize else {}))
             tokenizer = load_tokenizer(model, revision=args.revision)
         check_tokenizer_fits_model(tokenizer, loaded.config.vocab_size, args.model)
         if isinstance(loaded, MarianMTModel):  # an opus-mt model: the same function, on this package's fast paths

@@ -225,6 +225,9 @@ def quantize_int8(model: nn.Module, enabled: bool = True) -> nn.Module:
     layers = [module for module in model.modules() if isinstance(module, PrepackedLinear)]
     if not layers:
         raise ValueError(f"{type(model).__name__} has no PrepackedLinear layers to quantize.")
+    if enabled and (dtype := layers[0].weight.dtype) != torch.float32:  # the packed path is fp32's: it did nothing
+        raise ValueError(f"int8 quantization packs float32 weights, and the model's are {dtype} (a model saved so "
+                         "loads so): convert it first with model.float().")
     for layer in layers:
         layer.int8 = enabled
         layer._packed = None

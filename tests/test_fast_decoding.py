@@ -347,6 +347,18 @@ def test_int8_quantizes_every_linear_layer_and_stays_close_to_fp32(batch):
 
 
 @needs_int8
+def test_int8_of_a_model_in_bfloat16_is_refused_with_the_fix(batch):
+    """A model saved in bf16 loads in bf16 (dtype="auto"): quantize_int8 set its flag, and the fp32-only packed path
+    left the model as it was, without a word; translate.py --quantize int8 loads such a model in fp32."""
+    model = tiny_model().to(torch.bfloat16)
+    with pytest.raises(ValueError, match=r"packs float32 weights, and the model's are torch.bfloat16.*model\.float\(\)"):
+        quantize_int8(model)
+    quantize_int8(model.float())
+    generate(model, batch, 2)
+    assert all(module._packed[0][0] == "int8" for module in prepackable(model).values() if module._packed)
+
+
+@needs_int8
 def test_int8_keeps_the_tied_fp32_weights_for_saving_and_training(batch, tmp_path):
     model = quantize_int8(tiny_model())
     state = {name: tensor.clone() for name, tensor in model.state_dict().items()}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import GenerationConfig, pipeline
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig, pipeline
 
 import hf_vanilla_transformer  # noqa: F401
 from hf_vanilla_transformer import packed_linear, pipeline_translation
@@ -119,7 +119,7 @@ def test_max_new_tokens_replaces_the_models_max_length_without_a_warning(script,
 
 
 @pytest.mark.skipif(not packed_linear.INT8_AVAILABLE, reason="no fbgemm int8 kernels here")
-def test_quantize_int8(script, model_dir, monkeypatch, capsys):
+def test_quantize_int8(script, model_dir, monkeypatch, capsys, tmp_path):
     """--quantize int8 translates with the pipeline's model after quantize_int8, as a user would by hand."""
     translator = pipeline(TASK, model=str(model_dir))
     packed_linear.quantize_int8(translator.model)
@@ -131,6 +131,14 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys):
     script.main([str(model_dir), "-q", "--quantize", "int8", "--device", "cpu"])
     assert capsys.readouterr().out.splitlines() == int8_expected
     assert len(quantized) == 1 and all(layer.int8 for layer in quantized[0].modules() if hasattr(layer, "int8"))
+    # a model saved in bf16 loads in bf16, which int8 is not made from (it translated in bf16, without a word)
+    bf16 = tmp_path / "bf16"
+    AutoModelForSeq2SeqLM.from_pretrained(model_dir, dtype=torch.bfloat16).save_pretrained(bf16)
+    AutoTokenizer.from_pretrained(model_dir).save_pretrained(bf16)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(LINES)))
+    script.main([str(bf16), "-q", "--quantize", "int8", "--device", "cpu"])
+    capsys.readouterr()
+    assert quantized[-1].dtype == torch.float32 and quantized[-1].model.shared.weight.dtype == torch.float32
     # the README's command, without --device, on a machine with a GPU: the CPU, which int8 runs on (it was refused)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(LINES)))

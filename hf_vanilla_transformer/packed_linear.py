@@ -128,6 +128,7 @@ class PrepackedLinear(nn.Linear):
             and hidden_states.device.type == "cpu"
             and hidden_states.dtype == self.weight.dtype == torch.float32
             and hidden_states.numel() > 0
+            and not torch.is_autocast_enabled("cpu")  # autocast's lower precision, which the packed GEMMs skip
             and type(self.weight.data) is torch.Tensor  # not a quantized or otherwise wrapped weight
             and not self.weight.is_inference()  # made under inference_mode: no version counter to see changes by
         ):

@@ -346,6 +346,17 @@ def test_int8_quantizes_every_linear_layer_and_stays_close_to_fp32(batch):
         assert torch.equal(quantize_int8(model, enabled=False)(**batch).logits, fp32)  # back to fp32
 
 
+def test_autocast_on_the_cpu_computes_in_its_dtype(batch):
+    """Under torch.autocast("cpu", torch.bfloat16) in inference the packed fp32 GEMMs ran instead, in float32:
+    MarianMTModel's linear layers give bfloat16 there, as ours do with grad enabled."""
+    model = tiny_model()
+    dtypes = []
+    model.model.decoder.layers[0].ffn.fc1.register_forward_hook(lambda module, args, output: dtypes.append(output.dtype))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        generate(model, batch, 2)
+    assert set(dtypes) == {torch.bfloat16} and not packed(model)
+
+
 @needs_int8
 def test_int8_of_a_model_in_bfloat16_is_refused_with_the_fix(batch):
     """A model saved in bf16 loads in bf16 (dtype="auto"): quantize_int8 set its flag, and the fp32-only packed path

@@ -387,7 +387,7 @@ def _missing_side_message(prefix: str, source_lang: str, target_lang: str, missi
         fix = (f"give --source_lang and --target_lang among {_joined(list(found))} (as the files name them), or add "
                f"{files}.")
     return (
-        f"No {_listed(missing)} side{'s' if len(missing) > 1 else ''} for {flag} {prefix}: its files are in "
+        f"No {_joined(list(map(repr, missing)))} side{'s' if len(missing) > 1 else ''} for {flag} {prefix}: its files are in "
         f"{_joined(list(found))} ({names}), not {' or '.join(missing)}; {fix}"
     )
 
@@ -797,8 +797,8 @@ def _load_saved_splits(folder: Path) -> DatasetDict:
             if split is not None and split not in renamed:
                 renamed[split] = name
         example = ", ".join(f'"{split}": d["{name}"]' for split, name in renamed.items())
-        problem = (f"{_listed(doubled)} would both be {names[doubled[0]]}" if doubled else
-                   f"{_listed(unknown)} {'is no split name' if len(unknown) == 1 else 'are no split names'}")
+        problem = (f"{_joined(list(map(repr, doubled)))} would both be {names[doubled[0]]}" if doubled else
+                   f"{_joined(list(map(repr, unknown)))} {'is no split name' if len(unknown) == 1 else 'are no split names'}")
         raise InputError(
             f"{folder} holds the splits {list(saved)}: {problem} here. Training reads the splits train, validation "
             "and test (valid or dev as validation), and will not guess which data to train on or hold out. Save "
@@ -821,12 +821,6 @@ def _from_disk(folder: Path) -> Dataset | DatasetDict:
         logger.info("%s cannot be written to: its data is read into memory, as datasets would otherwise write its "
                     "processed copies beside it", folder)
     return load_from_disk(str(folder), keep_in_memory=not writable)
-
-
-def _listed(names: list[str]) -> str:
-    """'a', 'b' and 'c'."""
-    quoted = [repr(name) for name in names]
-    return " and ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
 
 
 @contextlib.contextmanager

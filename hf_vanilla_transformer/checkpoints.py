@@ -357,7 +357,8 @@ def finish_without_training(checkpoint: str, training_args) -> str:
         return (f"Finish it without training: score its last checkpoint with --model_name_or_path {checkpoint} "
                 f"--do_train false --output_dir {new_folder(run / 'scored')}")
     averaged = new_folder(run / "averaged")
-    return (f"Finish it without training: average the last checkpoints (python {sibling_script('average_checkpoints.py')} {run} "
+    script = sibling_script("average_checkpoints.py")
+    return (f"Finish it without training: average the last checkpoints (python {script} {run} "
             f"--last {count} --output_dir {averaged}) and score the average with --model_name_or_path "
             f"{averaged} --do_train false")
 

@@ -387,7 +387,8 @@ def _missing_side_message(prefix: str, source_lang: str, target_lang: str, missi
         fix = (f"give --source_lang and --target_lang among {_joined(list(found))} (as the files name them), or add "
                f"{files}.")
     return (
-        f"No {_joined(list(map(repr, missing)))} side{'s' if len(missing) > 1 else ''} for {flag} {prefix}: its files are in "
+        f"No {_joined(list(map(repr, missing)))} side{'s' if len(missing) > 1 else ''} for {flag} {prefix}: its files "
+        f"are in "
         f"{_joined(list(found))} ({names}), not {' or '.join(missing)}; {fix}"
     )
 
@@ -798,7 +799,8 @@ def _load_saved_splits(folder: Path) -> DatasetDict:
                 renamed[split] = name
         example = ", ".join(f'"{split}": d["{name}"]' for split, name in renamed.items())
         problem = (f"{_joined(list(map(repr, doubled)))} would both be {names[doubled[0]]}" if doubled else
-                   f"{_joined(list(map(repr, unknown)))} {'is no split name' if len(unknown) == 1 else 'are no split names'}")
+                   f"{_joined(list(map(repr, unknown)))} "
+                   f"{'is no split name' if len(unknown) == 1 else 'are no split names'}")
         raise InputError(
             f"{folder} holds the splits {list(saved)}: {problem} here. Training reads the splits train, validation "
             "and test (valid or dev as validation), and will not guess which data to train on or hold out. Save "
@@ -1488,7 +1490,9 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
     if {source_lang, target_lang} <= languages:
         return
     columns = dataset.column_names
-    has = f"it has columns {columns}" + (f" (translation languages: {sorted(languages)})" if feature is not None else "")
+    has = f"it has columns {columns}"
+    if feature is not None:
+        has += f" (translation languages: {sorted(languages)})"
     separator = next((mark for mark in ";|" if len(columns) == 1 and mark in columns[0]), None)
     if separator:  # Excel writes CSV so where the comma is the decimal mark
         fix = (f"The file's fields seem separated by {separator!r}, not commas: save it with commas (CSV) or tabs "

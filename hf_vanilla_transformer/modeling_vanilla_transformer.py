@@ -315,7 +315,7 @@ class VanillaTransformerPreTrainedModel(PreTrainedModel):
     supports_gradient_checkpointing = True
     _no_split_modules = ["VanillaTransformerEncoderLayer", "VanillaTransformerDecoderLayer"]
     _supports_sdpa = True
-    _supports_flash_attn = True
+    _supports_flash_attn = False  # transformers unpads cross-attention queries by the source mask: wrong rows
     _supports_flex_attn = True
     _can_compile_fullgraph = True
 

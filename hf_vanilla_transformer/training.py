@@ -202,7 +202,8 @@ class ModelArguments:
     ffn_dim: int | None = field(default=None, metadata={"help": "Override d_ff."})
     dropout: float | None = field(default=None, metadata={"help": "Override the residual dropout P_drop."})
     normalize_before: bool = field(default=False, metadata={"help": "Pre-LN instead of the paper's post-LN."})
-    attn_implementation: str = field(default="sdpa", metadata={"help": "'eager' or 'sdpa' (or flash/flex on GPUs)."})
+    attn_implementation: str = field(default="sdpa",
+                                     metadata={"help": "'eager' or 'sdpa' (or 'flex_attention' on GPUs)."})
     vocab_size: int = field(
         default=8000,
         metadata={"help": "Size of the shared BPE vocabulary trained on the data (at least 260: 256 bytes, 4 special)."},
@@ -245,8 +246,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     given = {arg.split("=")[0].lstrip("-").replace("-", "_") for arg in argv if arg.startswith("--")}  # both spellings
     given_phases = given_booleans(argv, *PHASES)
     phases = chosen_phases(given_phases)
-    # --use_cpu false is the default, on a GPU its settings
-    defaults = recipe_defaults(given - {"use_cpu"} if given_booleans(argv, "use_cpu").get("use_cpu") is False else given)
+    cpu_off = given_booleans(argv, "use_cpu").get("use_cpu") is False  # the default: on a GPU, its settings
+    defaults = recipe_defaults(given - {"use_cpu"} if cpu_off else given)
     if not phases["do_eval"]:
         asked = given_values(argv, "eval_strategy").get("eval_strategy", "no")
         if given_phases.get("do_eval") is False and asked != "no":
@@ -763,10 +764,20 @@ SIZE_FLAGS = ("preset", "d_model", "layers", "attention_heads", "ffn_dim", "norm
 """The flags that shape a new model (`--dropout` also applies to a fine-tuned one)."""
 
 
+ATTENTION_IMPLEMENTATIONS = ("eager", "sdpa", "flex_attention")
+"""What --attn_implementation takes: transformers' backends that this model supports (not flash attention, see
+`VanillaTransformerPreTrainedModel._supports_flash_attn`)."""
+
+
 def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, given: set[str]) -> None:
     """The size flags of a new model make a possible model: say so at once, not after the tokenizer's training.
     A fine-tuned model has its own size and vocabulary, and a config its own preset: flags that would be silently
-    ignored are an error."""
+    ignored are an error. --attn_implementation is one this model runs."""
+    if model_args.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
+        flash = " (flash attention drops cross-attention rows of padded sources)" * ("flash" in
+                                                                                    model_args.attn_implementation)
+        raise InputError(f"--attn_implementation {model_args.attn_implementation}: this model runs "
+                         f"{', '.join(ATTENTION_IMPLEMENTATIONS)}{flash}.")
     if model_args.model_name_or_path:
         ignored = [f"--{flag}" for flag in (*SIZE_FLAGS, "vocab_size", "config_name") if flag in given]
         if ignored:

@@ -255,6 +255,9 @@ OUT_OF_RANGE = [
     flags_case("negative_weight_decay", ["--weight_decay", "-0.1"], ["--weight_decay must be 0 or more, got -0.1"]),
     flags_case("negative_number_words_size", ["--number_words_eval_size", "-1"], [  # gave 899,909 pairs
         "--number_words_eval_size must be at least 1 pair, got -1"]),
+    flags_case("flash_attention", ["--attn_implementation", "flash_attention_2"], [  # a traceback from transformers
+        "--attn_implementation flash_attention_2: this model runs eager, sdpa, flex_attention (flash attention drops "
+        "cross-attention rows of padded sources)."]),
     flags_case("no_beams", ["--generation_num_beams", "0"], ["--generation_num_beams must be at least 1", "got 0"]),
     flags_case("room_for_no_token", ["--generation_max_length", "1"], [
         "--generation_max_length counts the start token, so it must be at least 2, got 1"]),

@@ -351,7 +351,8 @@ def test_autocast_on_the_cpu_computes_in_its_dtype(batch):
     MarianMTModel's linear layers give bfloat16 there, as ours do with grad enabled."""
     model = tiny_model()
     dtypes = []
-    model.model.decoder.layers[0].ffn.fc1.register_forward_hook(lambda module, args, output: dtypes.append(output.dtype))
+    fc1 = model.model.decoder.layers[0].ffn.fc1
+    fc1.register_forward_hook(lambda module, args, output: dtypes.append(output.dtype))
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         generate(model, batch, 2)
     assert set(dtypes) == {torch.bfloat16} and not packed(model)
@@ -362,7 +363,7 @@ def test_int8_of_a_model_in_bfloat16_is_refused_with_the_fix(batch):
     """A model saved in bf16 loads in bf16 (dtype="auto"): quantize_int8 set its flag, and the fp32-only packed path
     left the model as it was, without a word; translate.py --quantize int8 loads such a model in fp32."""
     model = tiny_model().to(torch.bfloat16)
-    with pytest.raises(ValueError, match=r"packs float32 weights, and the model's are torch.bfloat16.*model\.float\(\)"):
+    with pytest.raises(ValueError, match=r"packs float32 weights, and the model's are torch.bfloat16.*\.float\(\)"):
         quantize_int8(model)
     quantize_int8(model.float())
     generate(model, batch, 2)

@@ -241,6 +241,13 @@ def test_eager_and_sdpa_agree(batch):
     torch.testing.assert_close(eager(**batch).logits, sdpa(**batch).logits, atol=1e-5, rtol=1e-5)
 
 
+def test_flash_attention_is_refused_by_name():
+    """transformers' flash attention unpads the queries by the key mask: in cross-attention, a padded source drops
+    target rows (in training, and every beam but the first of a grouped beam search), without an error."""
+    with pytest.raises(ValueError, match="does not support Flash Attention 2"):
+        VanillaTransformerForConditionalGeneration._from_config(tiny_config(), attn_implementation="flash_attention_2")
+
+
 @pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])
 def test_padding_is_masked(batch, attn_implementation):
     model = make_model(attn_implementation=attn_implementation)

@@ -335,9 +335,9 @@ def test_labels_in_scripts_the_default_font_lacks_fall_back_to_a_font_that_has_t
         plot_attention(maps, "cross", tmp_path / "cross.png")
     assert not [warning for warning in recwarn if "missing from font" in str(warning.message)]
     if not covered:  # as on this project's CI machines: no CJK font
-        assert caplog.messages == ["No font installed here has glyphs for 猫坐在垫子上 (6 characters of the tokens): "
-                                   "their labels show as boxes. Install a font that has them, e.g. Noto Sans CJK "
-                                   "(fonts-noto-cjk) for Chinese and Japanese."]
+        assert caplog.messages == [
+            "No font installed here has glyphs for 猫坐在垫子上 (6 characters of the tokens): their labels show as "
+            "boxes. Install a font that has them, e.g. Noto Sans CJK (fonts-noto-cjk) for Chinese and Japanese."]
 
 
 def test_the_debug_variable_shows_the_traceback_of_a_refused_model(tmp_path, monkeypatch):

@@ -188,8 +188,8 @@ def test_damaged_checkpoint_state_is_one_message(run_dir, monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("name", [CARD_INPUTS_FILE, "all_results.json", "generation_config.json"])
-def test_a_damaged_file_the_card_is_made_of_is_one_message_before_the_repository_is_made(hub_server, run_dir,
-                                                                                         tmp_path, name):  # noqa: F811
+def test_a_damaged_card_input_is_one_message_before_the_repository_is_made(hub_server, run_dir, tmp_path,  # noqa: F811
+                                                                          name):
     """A JSONDecodeError traceback, after an empty repository had been made on the Hub."""
     (run_dir / name).write_text('{"source_lang": "de",')
     refused = push_script(hub_server, tmp_path / "home", run_dir, "user/damaged")

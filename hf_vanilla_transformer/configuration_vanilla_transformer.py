@@ -123,8 +123,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
 
     @classmethod
     def big(cls, **kwargs) -> "VanillaTransformerConfig":
-        """The paper's "big" model (Table 3): d_model 1024, 16 heads, d_ff 4096, dropout 0.3; 214M parameters with a
-        37000-token vocabulary (the paper says 213M)."""
+        """The paper's "big" model (Table 3): d_model 1024, 16 heads, d_ff 4096, dropout 0.3 (its English-German
+        model's; the English-French one used 0.1 [6.1]); 214M parameters with a 37000-token vocabulary (the paper says
+        213M)."""
         return cls(**{**BIG_SIZES, **kwargs})
 
     def __post_init__(self, **kwargs):

@@ -583,8 +583,8 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         decoder_input_ids: target ids shifted right, starting with `decoder_start_token_id`; with a cache, only
             the new tokens. encoder_outputs: reuse a computed encoder output (as `generate()` does).
         cache: the decoder's keys and values so far (`past_key_values`, its name before transformers 5.24, works too).
-        decoder_position_ids: the positions of the decoder inputs (batch, length), where they are neither the cache's
-            length on nor counted from `decoder_attention_mask` (generate() gives them with a static cache).
+        decoder_position_ids: the positions of the decoder inputs (batch, length); by default counted from
+            `decoder_attention_mask`, else from the cache's length (generate() gives them with a static cache).
         """
         if encoder_outputs is None:
             check_one_target_per_source(

@@ -261,6 +261,9 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
         if name == "warmup_steps" and training_args.warmup_steps < 1:
             changed[-1] = (f"--warmup_steps {shown(training_args.warmup_steps)}, {shown(given)} of these steps (the "
                            f"run's: {shown(saved)}): give --warmup_steps {shown(saved)} to keep the run's")
+    if (length := changed_length(state, training_args)) and schedule_follows_length(training_args):
+        changed.append(f"{length}: the {schedule_name(training_args)} schedule's learning rate follows the run's "
+                       "length, and would jump at the step resumed from")
     saved_run, this_run = record["run"], run_settings(data_args)
     languages = [saved_run.get(name) for name in ("source_lang", "target_lang")]
     if all(languages) and languages != [data_args.source_lang, data_args.target_lang]:
@@ -279,6 +282,33 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
     if data:
         logger.warning("%s was trained with other data than this run gives: %s. The resumed steps train on the "
                        "data given now, and the model card names that alone.", checkpoint, "; ".join(data))
+
+
+SCHEDULES_WITHOUT_END = ("constant", "constant_with_warmup", "inverse_sqrt", "reduce_lr_on_plateau")
+"""The learning-rate schedules that do not look at the run's length (the paper's, inverse_sqrt, among them): a run
+resumed under one of them may train for longer than it was started for."""
+
+
+def schedule_name(training_args) -> str:
+    return str(getattr(training_args.lr_scheduler_type, "value", training_args.lr_scheduler_type))
+
+
+def schedule_follows_length(training_args) -> bool:
+    """Whether the run's learning rate depends on its length (--max_steps, --num_train_epochs): linear, cosine, ...
+    decay to their end, which the Trainer computes anew for a resumed run."""
+    return schedule_name(training_args) not in SCHEDULES_WITHOUT_END
+
+
+def changed_length(state: dict, training_args) -> str | None:
+    """The flag that gives a resumed run another length than its checkpoint's (trainer_state.json), with both
+    values; None where it is the same, or unknown."""
+    if training_args.max_steps > 0:
+        saved = state.get("max_steps")
+        return None if saved in (None, training_args.max_steps) else \
+            f"--max_steps {training_args.max_steps} (the run's: {saved})"
+    saved = state.get("num_train_epochs")
+    return None if saved in (None, training_args.num_train_epochs) else \
+        f"--num_train_epochs {shown(training_args.num_train_epochs)} (the run's: {shown(saved)})"
 
 
 def scheduled_learning_rate(checkpoint: str) -> float | None:
@@ -318,31 +348,41 @@ def check_training_left(checkpoint: str, training_args) -> None:
         if step > training_args.max_steps:
             raise InputError(
                 f"{checkpoint} is at step {step}, past --max_steps {training_args.max_steps}: there is nothing left to "
-                f"train. Give --max_steps above {step} to train on, or resume from an earlier checkpoint, moving the "
-                "later ones out of the folder first."
+                f"train. {_train_on(training_args, f'Give --max_steps above {step}', checkpoint)}, or resume from an "
+                "earlier checkpoint, moving the later ones out of the folder first."
             )
         if step == training_args.max_steps:  # the Trainer would train one step more
             raise InputError(
                 f"{checkpoint} is at step {step}, the end of --max_steps {step}: the training is complete (the run "
                 f"stopped after saving its last checkpoint). {finish_without_training(checkpoint, training_args)}; or "
-                f"give --max_steps above {step} to train on."
+                f"{_train_on(training_args, f'give --max_steps above {step}', checkpoint)}."
             )
         return
     epochs, done = training_args.num_train_epochs, state.get("epoch") or 0
     if done > epochs + 1e-6:
         raise InputError(
             f"{checkpoint} is at epoch {done:g}, past --num_train_epochs {epochs:g}: there is nothing left to train. "
-            f"Give --num_train_epochs above {done:g} to train on, or resume from an earlier checkpoint, moving the "
-            "later ones out of the folder first."
+            f"{_train_on(training_args, f'Give --num_train_epochs above {done:g}', checkpoint)}, or resume from an "
+            "earlier checkpoint, moving the later ones out of the folder first."
         )
     finished = state.get("num_train_epochs") == epochs and step >= state.get("max_steps", step + 1)
     if finished or done >= epochs - 1e-6:
         raise InputError(
             f"{checkpoint} is at step {step}, the end of --num_train_epochs {epochs:g}: the training is complete "
             "(the run stopped after saving its last checkpoint). "
-            f"{finish_without_training(checkpoint, training_args)}; or give --num_train_epochs above {epochs:g} to "
-            "train on."
+            f"{finish_without_training(checkpoint, training_args)}; or "
+            f"{_train_on(training_args, f'give --num_train_epochs above {epochs:g}', checkpoint)}."
         )
+
+
+def _train_on(training_args, longer: str, checkpoint: str) -> str:
+    """How to train on past a run's end: `longer` (a longer run's flag) where the schedule does not look at the
+    run's length, else a fine-tuning from the checkpoint, since the schedule would jump."""
+    if not schedule_follows_length(training_args):
+        return f"{longer} to train on"
+    fine_tune = (f"fine-tune from it into a new --output_dir to train on (--model_name_or_path {checkpoint}; resumed "
+                 f"longer, the {schedule_name(training_args)} schedule's learning rate would jump)")
+    return fine_tune[0].upper() + fine_tune[1:] if longer[0].isupper() else fine_tune
 
 
 def finish_without_training(checkpoint: str, training_args) -> str:

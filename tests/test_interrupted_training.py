@@ -163,6 +163,31 @@ def test_resuming_token_batches_with_bucket_shapes_switched_is_refused(uninterru
     check_same_run(str(checkpoint), training_args, data_args)
 
 
+def test_a_longer_resumed_run_is_refused_where_the_schedule_follows_the_length(uninterrupted, tmp_path):
+    """The README's CPU recipe decays linearly to its last step: resumed with a larger --max_steps, the Trainer made
+    the schedule anew and the learning rate jumped at the step resumed from (1.0e-3 -> 1.3e-3), without a word. The
+    paper's inverse_sqrt does not look at the length: a longer run resumes."""
+    import dataclasses
+
+    _, data_args, training_args = parse_arguments(["--output_dir", str(uninterrupted), *RUN])
+    assert training_args.lr_scheduler_type == "inverse_sqrt"
+    check_same_run(str(uninterrupted / "checkpoint-100"), dataclasses.replace(training_args, max_steps=400), data_args)
+    linear = tmp_path / "checkpoint-100"
+    shutil.copytree(uninterrupted / "checkpoint-100", linear)
+    record = json.loads((linear / CHECKPOINT_COMPLETE).read_text())
+    record["arguments"]["lr_scheduler_type"] = "linear"
+    (linear / CHECKPOINT_COMPLETE).write_text(json.dumps(record))
+    saved_steps = json.loads((linear / "trainer_state.json").read_text())["max_steps"]
+    as_run = dataclasses.replace(training_args, lr_scheduler_type="linear", max_steps=saved_steps)
+    check_same_run(str(linear), as_run, data_args)
+    with pytest.raises(InputError, match=rf"--max_steps 400 \(the run's: {saved_steps}\): the linear schedule's learning "
+                                         "rate follows the run's length, and would jump at the step resumed from"):
+        check_same_run(str(linear), dataclasses.replace(as_run, max_steps=400), data_args)
+    with pytest.raises(InputError, match=r"or fine-tune from it into a new --output_dir to train on \(--model_name_or_"
+                                         r"path .*; resumed longer, the linear schedule's learning rate would jump\)"):
+        check_training_left(str(linear), dataclasses.replace(as_run, max_steps=100))
+
+
 def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp_path, caplog):
     """The flags the run started with resume, with AdamW fused (the GPU default) or not; other languages are
     refused (the checkpoint says it learned de -> en); other training data is a warning; a checkpoint saved by an

@@ -1384,6 +1384,11 @@ def train(trainer, resume_from: str | None) -> dict:
             message = (f"the last complete checkpoint is {last}; continue the run with the same command plus "
                        "--resume_from_checkpoint true.")
         raise KeyboardInterrupt(message) from None
+    except RuntimeError as error:  # torch.OutOfMemoryError on a GPU; the CPU allocator's own message
+        if not isinstance(error, torch.OutOfMemoryError) and "can't allocate memory" not in str(error):
+            raise
+        close_progress_bar(trainer)
+        raise InputError(out_of_memory_message(trainer.args, trainer.state.global_step)) from error
     check_replicas_agree(trainer)
     metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
     if resumed_at is not None:  # the Trainer's train_runtime and train_loss cover the steps after it: the card says so
@@ -1399,6 +1404,15 @@ def train(trainer, resume_from: str | None) -> dict:
     trainer.save_metrics("train", metrics)
     trainer.save_state()
     return metrics
+
+
+def out_of_memory_message(args, step: int) -> str:
+    """What to say of a training step that ran out of memory: the batch's size flag, and how to keep the tokens of a
+    step with less memory."""
+    size = (f"--max_tokens_per_batch {args.max_tokens_per_batch}" if args.max_tokens_per_batch else
+            f"--per_device_train_batch_size {args.per_device_train_batch_size}")
+    return (f"Out of memory in training step {step + 1}, with {size}: lower it, and raise --gradient_accumulation_steps "
+            "as much to keep the tokens of an optimizer step (the paper's ~25,000 a step need not fit at once).")
 
 
 def training_collator(training_args, tokenizer, model) -> DataCollatorForSeq2Seq:

@@ -173,3 +173,30 @@ def test_a_run_by_epochs_whose_warmup_outlasts_it_is_warned_about(tmp_path, capl
     assert warned == ["--warmup_steps 100 is not below the run's 3 steps (1 epoch): the learning rate rises for the "
                       "whole run and never reaches its peak (5e-05). Give fewer --warmup_steps (e.g. 1, a tenth of the "
                       "steps), or more --num_train_epochs."]
+
+
+@pytest.mark.parametrize("error", [
+    RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 15999552000 bytes."),
+    torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 14.90 GiB."),
+])
+def test_running_out_of_memory_in_training_is_one_line_naming_the_batch_flag(error):
+    """--max_tokens_per_batch 1000000 on Multi30k ended in the allocator's traceback."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer.training import train
+
+    def out_of_memory(**kwargs):
+        raise error
+
+    args = SimpleNamespace(max_tokens_per_batch=1_000_000, per_device_train_batch_size=8)
+    trainer = SimpleNamespace(train=out_of_memory, args=args, state=SimpleNamespace(global_step=1),
+                              callback_handler=SimpleNamespace(callbacks=[]))
+    with pytest.raises(InputError) as raised:
+        train(trainer, None)
+    assert str(raised.value) == (
+        "Out of memory in training step 2, with --max_tokens_per_batch 1000000: lower it, and raise "
+        "--gradient_accumulation_steps as much to keep the tokens of an optimizer step (the paper's ~25,000 a step "
+        "need not fit at once).")
+    trainer.train = lambda **kwargs: (_ for _ in ()).throw(RuntimeError("a bug"))
+    with pytest.raises(RuntimeError, match="a bug"):  # other errors keep their traceback
+        train(trainer, None)

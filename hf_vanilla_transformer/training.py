@@ -292,6 +292,13 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
+    asked = given_values(argv, "eval_strategy").get("eval_strategy") or ("steps" if "eval_steps" in given else None)
+    named = named_splits(data_args)
+    if asked not in (None, "no") and training_args.do_train and named is not None and "validation" not in named:
+        raise InputError(  # without it, a warning and a run that exits 0 with no scores
+            f"--eval_strategy {asked} evaluates on the validation split during training, and no validation data is "
+            "given: pass --validation_prefix or --validation_file, or leave --eval_strategy out."
+        )
     default_rate = "learning_rate" not in given and "learning_rate" not in defaults
     if "learning_rate" not in given and model_args.model_name_or_path:  # the paper's formula (and the built-in
         training_args.learning_rate = FINE_TUNING_LEARNING_RATE  # run's 2e-3) are for a model trained from scratch

@@ -164,6 +164,14 @@ def scoring_without_generating(tmp):  # the metrics need generated ids: refused 
     return ["--predict_with_generate", "false"], ["--predict_with_generate false", "needs it true"]
 
 
+def evaluating_during_training_without_validation_data(tmp):  # a warning, and a run with no scores
+    write(tmp / "t.de", "eins\nzwei\n".encode())
+    write(tmp / "t.en", b"one\ntwo\n")
+    return ["--train_prefix", tmp / "t", "--eval_strategy", "steps", "--eval_steps", "10"], [
+        "--eval_strategy steps evaluates on the validation split during training, and no validation data is given: "
+        "pass --validation_prefix or --validation_file"]
+
+
 def training_without_training_data(tmp):
     return ["--validation_prefix", tmp / "val"], ["Training needs training data", "--do_train false"]
 
@@ -294,7 +302,8 @@ OUT_OF_RANGE = [
     an_empty_json_lines_file,
     empty_prefix, truncated_gzip, misspelt_flag, negative_warmup, missing_prefix, json_without_target,
     resume_without_checkpoint, model_folder_without_model, heads_that_do_not_divide_d_model, dropout_out_of_range,
-    no_layers, batches_smaller_than_a_sentence, evaluation_pairs_kept_all_blank, a_parquet_file, *OUT_OF_RANGE,
+    no_layers, batches_smaller_than_a_sentence, evaluation_pairs_kept_all_blank, a_parquet_file, evaluating_during_training_without_validation_data,
+    *OUT_OF_RANGE,
 ])
 def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys):
     args, expected = make_case(tmp_path)

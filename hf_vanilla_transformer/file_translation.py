@@ -210,8 +210,9 @@ def warn_about_several_sentences(lines: list[str], first: int = 1) -> None:
         return
     shown = shown_list(numbers, 5)
     lines_hold = "1 line holds" if len(numbers) == 1 else f"{len(numbers)} lines hold"
-    print(f"translate.py: warning: {lines_hold} several sentences ({shown}); the model translates one sentence a "
-          "line and may leave sentences out: split the text into sentences first, one a line.", file=sys.stderr)
+    print(f"translate.py: warning: {lines_hold} several sentences (line{'s' * (len(numbers) > 1)} {shown}); the model "
+          "translates one sentence a line and may leave sentences out: split the text into sentences first, one a "
+          "line.", file=sys.stderr)
 
 
 def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int, first: int = 1) -> None:

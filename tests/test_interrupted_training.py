@@ -83,9 +83,9 @@ def test_sigkill_then_resume_ends_with_the_same_loss(uninterrupted, tmp_path):
     assert "Dating the checkpoints of" in log  # in step order, for --save_total_limit (test below)
     # the card's training time and mean loss are the second process's, and say so
     card = (out / "README.md").read_text()
-    assert f"Training time, after resuming at step {step} (s)" in card
+    assert f"Training time, evaluations included, after resuming at step {step} (s)" in card
     assert f"Mean training loss, after resuming at step {step}" in card
-    assert "Training time (s)" in (uninterrupted / "README.md").read_text()
+    assert "Training time, evaluations included (s)" in (uninterrupted / "README.md").read_text()
     expected, got = losses(uninterrupted), losses(out)
     assert max(got) == max(expected) == 120
     for step in range(int(resumed_from.name.split("-")[1]) + 1, 121):

@@ -189,7 +189,7 @@ def test_lines_of_several_sentences_are_warned_about(script, model_dir, tmp_path
     (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
     script.main([str(model_dir), str(tmp_path / "in.txt"), "-q", "-o", str(tmp_path / "out.txt")])
     assert capsys.readouterr().err == (
-        "translate.py: warning: 2 lines hold several sentences (2, 4); the model translates one sentence a line and "
+        "translate.py: warning: 2 lines hold several sentences (lines 2, 4); the model translates one sentence a line and "
         "may leave sentences out: split the text into sentences first, one a line.\n")
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same
 

@@ -1258,6 +1258,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                     for name, signature in signatures.items()}})
         all_metrics.update(metrics)
         translations, samples_split = decoded_texts(tokenizer, prediction.predictions), split
+        if trainer.is_world_process_zero():
+            warn_if_all_empty(translations, split)
     if translations and trainer.is_world_process_zero():
         path = Path(training_args.output_dir) / "generated_predictions.txt"
         lines = [""] * len(loaded[samples_split])  # a blank pair's line stays empty: line i translates line i
@@ -1307,6 +1309,13 @@ def not_scored(output_dir: str) -> str:
     """What Ctrl-C after the training says: the model is saved, and how to score it."""
     return (f"the run's model is saved in {output_dir}, not scored: score it with this run's data flags and "
             f"--model_name_or_path {output_dir} --do_train false --output_dir {Path(output_dir) / 'scored'}.")
+
+
+def warn_if_all_empty(translations: list[str], split: str) -> None:
+    """A model that ends every translation at once (early in training) scores BLEU 0 and chrF 0: say why."""
+    if translations and not any(translations):
+        logger.warning("Every %s translation is empty: the model ends each one at once, as a model does early in "
+                       "training. Train for longer (more --max_steps or --num_train_epochs).", split)
 
 
 def warn_if_averaging_scored_less(log_history: list[dict], final: dict, averaged: int | None) -> None:

@@ -764,9 +764,9 @@ def _warn_about_guessed_splits(folder: Path, files: dict[str, list[Path]]) -> No
     read = {path.name for paths in files.values() for path in paths}
     suffixes = {Path(name).suffix for name in read}
     unread = sorted(path.name for path in folder.iterdir() if path.suffix in suffixes and path.name not in read)
-    stems = {split: {re.split(r"[.-]", name)[0] for name in files} for split, files in names.items()}
+    stems = {split: sorted({re.split(r"[.-]", name)[0] for name in files}) for split, files in names.items()}
     # valid.jsonl (or dev) alone is validation, as the README says; beside each other they are merged
-    if not unread and all(len(found) == 1 and _SPLIT_ALIASES.get(*found, *found) == split
+    if not unread and all(len(found) == 1 and _SPLIT_ALIASES.get(found[0], found[0]) == split
                           for split, found in stems.items()):
         return
     shown = "; ".join(f"{split} = {', '.join(files)}" for split, files in names.items())

@@ -781,8 +781,8 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
     A fine-tuned model has its own size and vocabulary, and a config its own preset: flags that would be silently
     ignored are an error. --attn_implementation is one this model runs."""
     if model_args.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
-        flash = " (flash attention drops cross-attention rows of padded sources)" * ("flash" in
-                                                                                    model_args.attn_implementation)
+        flash = "flash" in str(model_args.attn_implementation)
+        flash = " (flash attention drops cross-attention rows of padded sources)" if flash else ""
         raise InputError(f"--attn_implementation {model_args.attn_implementation}: this model runs "
                          f"{', '.join(ATTENTION_IMPLEMENTATIONS)}{flash}.")
     if model_args.model_name_or_path:

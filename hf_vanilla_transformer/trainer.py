@@ -311,6 +311,13 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             rank=self.args.process_index,
         )
         self._token_batch_sampler = sampler
+        if len(sampler) <= self.args.gradient_accumulation_steps and self.args.max_steps != 1 \
+                and self.is_world_process_zero():
+            logger.warning(
+                "--max_tokens_per_batch %d holds all %d training pairs in one step: every step is an epoch (with the "
+                "evaluation and checkpoint of one, where those are per epoch), and needs the memory of the whole "
+                "set. Give fewer tokens a batch.", self.max_tokens_per_batch, len(self.train_dataset),
+            )
         loader = DataLoader(
             self._remove_unused_columns(self.train_dataset, description="Training"),
             batch_sampler=sampler,

@@ -200,3 +200,18 @@ def test_running_out_of_memory_in_training_is_one_line_naming_the_batch_flag(err
     trainer.train = lambda **kwargs: (_ for _ in ()).throw(RuntimeError("a bug"))
     with pytest.raises(RuntimeError, match="a bug"):  # other errors keep their traceback
         train(trainer, None)
+
+
+def test_a_token_batch_that_holds_the_whole_training_set_is_warned_about(tmp_path, caplog):
+    """--max_tokens_per_batch 1000000 on 2,000 pairs made each step an epoch: 20 evaluations and checkpoints for 20
+    steps, without a word (and on all of Multi30k, an allocation of 16 GB)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.trainer"):
+        trainer_for(tmp_path, tokenized_dataset(24), max_tokens_per_batch=200, max_steps=2).train()
+        assert not [message for message in caplog.messages if "holds all" in message]
+        trainer_for(tmp_path, tokenized_dataset(24), max_tokens_per_batch=100_000, max_steps=2).train()
+    assert [message for message in caplog.messages if "holds all" in message] == [
+        "--max_tokens_per_batch 100000 holds all 24 training pairs in one step: every step is an epoch (with the "
+        "evaluation and checkpoint of one, where those are per epoch), and needs the memory of the whole set. Give "
+        "fewer tokens a batch."]

@@ -101,7 +101,8 @@ def unwritable(path: Path) -> str | None:
     fails before leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with
     os.access: opening a FIFO waits for its reader. A symbolic link is followed: its target is the file written (and
     left as it was), the link kept."""
-    path = Path(os.path.realpath(path))  # a dangling link's target too, which writing would make
+    if path.is_symlink() and not path.exists():  # a link to a file not made yet: writing makes its target
+        path = Path(os.path.realpath(path))
     if path.exists() and not path.is_file():
         return None if os.access(path, os.W_OK) else "permission denied"
     existed = path.exists()

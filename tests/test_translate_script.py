@@ -343,6 +343,11 @@ def test_checking_the_output_file_leaves_it_as_it_was(script, model_dir, tmp_pat
             script.main([str(model_dir), str(tmp_path / "nul.txt"), "-q", "-o", str(output)])
     assert (tmp_path / "old.txt").read_text() == "earlier translations\n" and not (tmp_path / "new.txt").exists()
     assert "nul.txt is not a text file (line 1 holds NUL bytes)" in capsys.readouterr().err
+    # -o /dev/stdout with standard output a pipe: a link to "pipe:[N]", which resolving it to a path made unwritable
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "translate.py"), str(model_dir), "-q",
+                           str(tmp_path / "old.txt"), "-o", "/dev/stdout"], capture_output=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 1, proc.stderr.decode(errors="replace")
     (tmp_path / "link.txt").symlink_to(tmp_path / "target.txt")  # a link to a file not made yet: it was deleted
     with pytest.raises(SystemExit):
         script.main([str(model_dir), str(tmp_path / "nul.txt"), "-q", "-o", str(tmp_path / "link.txt")])

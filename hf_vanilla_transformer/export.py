@@ -221,10 +221,14 @@ def _is_export_file(name: str) -> bool:
     )
 
 
+class ExportTargetExists(FileExistsError):
+    """The export's folder holds something and `force` is False (the script's `--no_overwrite`)."""
+
+
 def _check_export_target(out_dir: Path, force: bool) -> bool:
-    """Whether an earlier export in `out_dir` must be deleted first (only with `force`); a FileExistsError for
-    anything else there (a file, a model folder, a folder of runs), which is never deleted. False where `out_dir`
-    is missing or empty."""
+    """Whether an earlier export in `out_dir` must be deleted first (only with `force`, else ExportTargetExists); a
+    FileExistsError for anything else there (a file, a model folder, a folder of runs), which is never deleted.
+    False where `out_dir` is missing or empty."""
     if not out_dir.exists():
         return False
     if not out_dir.is_dir():
@@ -233,7 +237,7 @@ def _check_export_target(out_dir: Path, force: bool) -> bool:
     if not entries:
         return False
     if not force:
-        raise FileExistsError(f"{out_dir} exists; pass force=True to overwrite it.")
+        raise ExportTargetExists(f"{out_dir} exists; pass force=True to overwrite it.")
     others = [name for name in entries if not _is_export_file(name)]
     if others or "model.bin" not in entries:
         shown = shown_list(others, 4) if others else "no model.bin"

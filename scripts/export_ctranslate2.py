@@ -68,7 +68,7 @@ repository's TensorFlow, Flax and Rust weights, which would triple the download.
 def main(argv=None) -> Path:
     args = parse_arguments(argv)
     from hf_vanilla_transformer.errors import InputError
-    from hf_vanilla_transformer.export import CTRANSLATE2_MISSING, export_ctranslate2
+    from hf_vanilla_transformer.export import CTRANSLATE2_MISSING, ExportTargetExists, export_ctranslate2
     from hf_vanilla_transformer.hub import check_model_dir, loading_from, model_location
 
     try:
@@ -91,11 +91,12 @@ def main(argv=None) -> Path:
             max_positions=args.max_positions,
             force=not args.no_overwrite,
         )
+    except ExportTargetExists as error:
+        raise InputError(
+            f"{args.output_dir} exists and --no_overwrite is given: give a new folder, or leave the flag out."
+        ) from error
     except FileExistsError as error:
-        message = str(error)
-        if "force=True" in message:  # the library's words for --no_overwrite
-            message = f"{args.output_dir} exists and --no_overwrite is given: give a new folder, or leave the flag out."
-        raise InputError(message) from error
+        raise InputError(str(error)) from error
     print(f"wrote {out_dir} ({args.quantization or 'float32'} weights)")
     return out_dir
 

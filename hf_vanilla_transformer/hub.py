@@ -28,7 +28,7 @@ from .configuration_vanilla_transformer import VanillaTransformerConfig
 from .errors import USER_ERRORS, InputError, MissingFileError, first_line
 from .model_card import CARD_INPUTS_FILE, RECIPE_FIELDS, read_json, update_model_card
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, VanillaTransformerModel
-from .pipeline_translation import save_translation_pipeline
+from .pipeline_translation import save_translation_pipeline, write_config_json
 
 logger = logging.getLogger(__name__)
 
@@ -173,8 +173,7 @@ def add_model_code(folder: Path) -> tuple[list[str], list[str]]:
                if auto not in auto_map}
     if missing:
         config["auto_map"] = {**auto_map, **missing}
-        # The layout of PreTrainedConfig.to_json_file, as save_translation_pipeline writes it.
-        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_config_json(config_file, config)
         added.append(f"auto_map: {', '.join(missing)}")
     return added, replaced
 

@@ -218,9 +218,14 @@ def save_translation_pipeline(model_dir) -> Path:
         shutil.copyfile(source, target)
     config = json.loads(config_file.read_text(encoding="utf-8"))
     config["custom_pipelines"] = {**config.get("custom_pipelines", {}), **custom_pipeline_entry()}
-    # The layout of PreTrainedConfig.to_json_file, so a later save_pretrained rewrites the file unchanged.
-    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_config_json(config_file, config)
     return target
+
+
+def write_config_json(config_file: Path, config: dict) -> None:
+    """Write a config.json in the layout of PreTrainedConfig.to_json_file, so that a later save_pretrained rewrites
+    the file unchanged."""
+    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def custom_pipeline_entry() -> dict:

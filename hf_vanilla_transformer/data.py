@@ -101,12 +101,18 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
             "and join the files again."
         )
     if b"\0" in line:  # no text encoding has NUL bytes in sentences: a binary file (a model, an archive)
-        return f"{path} is not a text file (line {line_number} holds NUL bytes): give UTF-8 text, one sentence a line."
+        return nul_bytes_message(f"{path} is not a text file", line_number)
     return (
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
         f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f CP1252 -t UTF-8 {_shell(path)} > "
         f"{_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} {_shell(path)}`."
     )
+
+
+def nul_bytes_message(what: str, line_number: int) -> str:
+    """The message for a file or standard input (`what`: "FILE is not a text file") whose line `line_number` holds
+    NUL bytes, which no text encoding puts in sentences and a tokenizer would read as a token of their own."""
+    return f"{what} (line {line_number} holds NUL bytes): give UTF-8 text, one sentence a line."
 
 
 def _shell(path: Path, suffix: str = "") -> str:

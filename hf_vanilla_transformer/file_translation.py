@@ -35,7 +35,9 @@ from transformers import AutoModelForSeq2SeqLM, MarianMTModel, pipeline
 from transformers.utils import logging
 
 from .conversion import converted_marian
-from .data import cr_line_ends_message, decode_utf8_text, has_cr_line_ends, text_lines, utf16_encoding
+from .data import (
+    cr_line_ends_message, decode_utf8_text, has_cr_line_ends, nul_bytes_message, text_lines, utf16_encoding,
+)
 from .errors import InputError, command_parser, debugging, device_from_name, shown_list, usable_device
 from .hub import loading_from, model_location
 from .packed_linear import quantize_int8
@@ -147,9 +149,8 @@ def read_lines(file: str) -> list[str]:
     if old_mac := next((number for number, line in enumerate(lines, 1) if has_cr_line_ends(line)), None):
         raise InputError(cr_line_ends_message(file, old_mac))
     if nul := next((number for number, line in enumerate(lines, 1) if "\0" in line), None):
-        # no text encoding puts NUL bytes in sentences, and the tokenizer would read one as a token of its own
-        what = "is not text" if file == "-" else "is not a text file"
-        raise InputError(f"{where} {what} (line {nul} holds NUL bytes): give UTF-8 text, one sentence a line.")
+        raise InputError(nul_bytes_message(f"{where} is not text" if file == "-" else f"{where} is not a text file",
+                                           nul))
     return lines
 
 

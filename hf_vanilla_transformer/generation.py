@@ -76,8 +76,11 @@ class TranslationGenerationMixin(GenerationMixin):
         self._forget_placeholder_max_length()
         config = generation_config if generation_config is not None else self.generation_config
 
-        def setting(name):  # as transformers merges them: the call, the config given, the model's config
-            for value in (kwargs.get(name), getattr(config, name, None), getattr(self.generation_config, name, None)):
+        def setting(name):  # as transformers merges them: the call (None too: `eos_token_id=None` turns the end
+            # token off), the config given, the model's config
+            if name in kwargs:
+                return kwargs[name]
+            for value in (getattr(config, name, None), getattr(self.generation_config, name, None)):
                 if value is not None:
                     return value
             return None
@@ -88,7 +91,8 @@ class TranslationGenerationMixin(GenerationMixin):
             raise ValueError(f"`num_beams` must be at least 1 (1: greedy search), got {beams}.")
         check_encoder_decoder_settings(setting("guidance_scale"), kwargs)
         chosen = self._beam_settings(setting, beams or 1, kwargs)
-        source = inputs if inputs is not None else kwargs.get("input_ids", kwargs.get("inputs_embeds"))
+        source = next((given for given in (inputs, kwargs.get("input_ids"), kwargs.get("inputs_embeds"))
+                       if given is not None), None)
         if source is not None and kwargs.get("inputs_embeds") is None:
             check_id_batch("input_ids", source)
         if kwargs.get("attention_mask") is not None:
@@ -112,10 +116,11 @@ class TranslationGenerationMixin(GenerationMixin):
             generation_config = copy.deepcopy(generation_config)
             for name, value in chosen.items():
                 setattr(generation_config, name, value)
-        pad, eos = (setting(name) if setting(name) is not None else getattr(self.config, name)
-                    for name in ("pad_token_id", "eos_token_id"))
+        pad, eos = setting("pad_token_id"), setting("eos_token_id")  # what the search uses: None turns one off
         if kwargs.get("attention_mask") is None and kwargs.get("encoder_outputs") is None:
-            mask = self._padding_mask_of(source, pad, eos)
+            # the source's padding is the tokenizer's, which the model's config records where the call sets none
+            mask = self._padding_mask_of(source, *(value if value is not None else getattr(self.config, name)
+                                                   for name, value in (("pad_token_id", pad), ("eos_token_id", eos))))
             if mask is not None:
                 kwargs["attention_mask"] = mask
         if source is not None and not on_host(source) and not source.is_floating_point() and source.numel():

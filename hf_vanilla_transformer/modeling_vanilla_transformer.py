@@ -331,6 +331,18 @@ class VanillaTransformerPreTrainedModel(PreTrainedModel):
                 "script's --resume_from_checkpoint true picks the last complete one)."
             ) from error
 
+    @property
+    def dummy_inputs(self) -> dict[str, torch.Tensor]:
+        """A padded batch of two sources with their decoder inputs, so that `model(**model.dummy_inputs)` runs, as
+        for MarianMTModel (PreTrainedModel's are source ids alone, which the decoder cannot go without)."""
+        config = self.config
+        words = [min(token, config.vocab_size - 1) for token in (5, 6, 7)]
+        pad, end, start = config.pad_token_id or 0, config.eos_token_id or 0, config.decoder_start_token_id or 0
+        input_ids = torch.tensor([[*words, end], [words[0], end, pad, pad]], device=self.device)
+        decoder_input_ids = torch.tensor([[start, *words[:2]], [start, words[2], end]], device=self.device)
+        return {"input_ids": input_ids, "attention_mask": (input_ids != pad).long(),
+                "decoder_input_ids": decoder_input_ids}
+
     @torch.no_grad()
     def _init_weights(self, module: nn.Module):
         """Xavier-uniform linear layers, each as stored (fused Q/K/V as one matrix: see `init_std` in the config),

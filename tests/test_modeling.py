@@ -443,6 +443,42 @@ def test_a_prompt_holding_the_end_token_is_kept(batch):
         assert torch.equal(out[:, 1:4], context) and (out[:, 4] != model.config.pad_token_id).all()
 
 
+@pytest.mark.parametrize("num_beams", [1, 3])
+@pytest.mark.parametrize("turned_off_in", ["call", "model_config"])
+def test_an_end_token_turned_off_leaves_every_generated_token(batch, num_beams, turned_off_in):
+    """`generate(eos_token_id=None)` (or None in the model's generation config) turns the end token off, and
+    transformers goes on past it: the end tokens generated came back as padding after the first one, with the rest of
+    each translation, since the padding after the end fell back to config.json's end token."""
+    model = make_model(output_bias=True, tie_word_embeddings=False)
+    with torch.no_grad():
+        model.lm_head.bias[2] = 100.0  # the end token, at every step
+    call = {"eos_token_id": None} if turned_off_in == "call" else {}
+    if turned_off_in == "model_config":
+        model.generation_config.eos_token_id = None
+    out = model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], num_beams=num_beams,
+                         max_new_tokens=5, **call)
+    assert out[:, 1:].tolist() == [[2] * 5, [2] * 5]
+
+
+def test_input_ids_given_as_none_beside_embeddings_keep_the_default_length_limit(batch):
+    """`generate(input_ids=None, inputs_embeds=...)`, as wrapper code passes both, ended at transformers' placeholder
+    max_length=20: the source length was looked up under `input_ids` alone."""
+    model = make_model()
+    model.generation_config.eos_token_id = None  # never stop early
+    embeds = model.get_input_embeddings()(batch["input_ids"])
+    out = model.generate(input_ids=None, inputs_embeds=embeds, attention_mask=batch["attention_mask"], num_beams=1)
+    assert out.shape[1] == 1 + batch["input_ids"].shape[1] + 50
+
+
+def test_the_dummy_inputs_run_a_forward(batch):
+    """`model(**model.dummy_inputs)`, which tools call to trace or summarise a model, runs as MarianMTModel's does:
+    PreTrainedModel's dummy inputs have no decoder inputs."""
+    for vocab_size in (99, 5):
+        model = make_model(vocab_size=vocab_size)
+        logits = model(**model.dummy_inputs).logits
+        assert logits.shape[0] == 2 and logits.shape[-1] == vocab_size and torch.isfinite(logits).all()
+
+
 def test_the_calls_pad_token_id_masks_the_sources(batch):
     """Without an attention_mask, the padding a source mask is inferred from is the call's `pad_token_id`, as
     transformers pads with it; it was the generation config's."""

@@ -254,11 +254,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
             raise InputError("--do_eval false leaves out evaluation, but --eval_strategy asks for it during training: "
                              "give one of the two.")
         defaults["eval_strategy"] = "no"
-    if "load_best_model_at_end" in given and "save_strategy" not in given:  # it needs a checkpoint at each evaluation
-        values = given_values(argv, "eval_strategy", "eval_steps")
-        defaults["save_strategy"] = values.get("eval_strategy", defaults["eval_strategy"])
-        if "eval_steps" in values and "save_steps" not in given:
-            defaults["save_steps"] = values["eval_steps"]
+    if given_booleans(argv, "load_best_model_at_end").get("load_best_model_at_end"):
+        defaults.update(best_model_defaults(argv, defaults))
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = one_line_errors(HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments)))
     if {"-h", "--help"} & set(argv):
@@ -348,6 +345,26 @@ IGNORED_FLAGS = {
 """Trainer flags that this script's run does not use, with the reason a warning gives."""
 IGNORED_WITH_TOKEN_BATCHES = {"train_sampling_strategy", "per_device_train_batch_size", "dataloader_drop_last"}
 """Those of `IGNORED_FLAGS` ignored only with `--max_tokens_per_batch`."""
+
+
+def best_model_defaults(argv: list[str], defaults: dict[str, str]) -> dict[str, str]:
+    """For --load_best_model_at_end, which chooses among the checkpoints: a checkpoint at each evaluation. Where the
+    flags set one of the two, saving or evaluation, the other follows it: the Trainer keeps a best evaluation only
+    where a checkpoint is saved at its step (and refuses strategies that differ), and evaluates every --logging_steps
+    where no --eval_steps is given. --save_strategy best saves at each better evaluation already."""
+    values = given_values(argv, "eval_strategy", "eval_steps", "save_strategy", "save_steps", "logging_steps")
+    eval_strategy = values.get("eval_strategy", defaults["eval_strategy"])
+    save_strategy = values.get("save_strategy", defaults["save_strategy"])
+    if "save_strategy" not in values and "save_steps" not in values:  # saving follows evaluation
+        steps = values.get("eval_steps", values.get("logging_steps", defaults["logging_steps"]))
+        return {"save_strategy": eval_strategy, "save_steps": steps}
+    if save_strategy == "best" or "eval_steps" in values:  # the Trainer checks that the steps go together
+        return {}
+    # evaluation follows saving, unless turned off (--do_eval false) or set
+    follows = {} if "eval_strategy" in values or eval_strategy == "no" else {"eval_strategy": save_strategy}
+    if "save_steps" in values and follows.get("eval_strategy", eval_strategy) == "steps":
+        follows["eval_steps"] = values["save_steps"]
+    return follows
 
 
 def given_values(argv: list[str], *names: str) -> dict[str, str]:

@@ -565,6 +565,27 @@ def test_flags_that_imply_others_get_them(tmp_path, caplog):
     assert "has no effect" not in caplog.text  # sentence batches: it is their size
 
 
+@pytest.mark.parametrize("flags, expected", [
+    (["--save_steps", "2"], ("steps", 2, "steps", 2)),  # --save_steps was dropped: saved and evaluated each epoch
+    (["--eval_strategy", "steps", "--logging_steps", "3"], ("steps", 3, "steps", 3)),  # saved every 500 steps
+    (["--eval_strategy", "steps", "--save_steps", "10"], ("steps", 10, "steps", 10)),  # evaluated every 50 steps
+    (["--eval_steps", "5"], ("steps", 5, "steps", 5)),
+    ([], ("epoch", None, "epoch", None)),
+    (["--save_strategy", "epoch"], ("epoch", None, "epoch", None)),
+    (["--save_strategy", "best", "--metric_for_best_model", "loss"], ("best", None, "epoch", None)),
+])
+def test_keeping_the_best_model_saves_at_each_evaluation(tmp_path, flags, expected):
+    """--load_best_model_at_end chooses among checkpoints, and the Trainer keeps a best evaluation only where it saved
+    a checkpoint at that step: with saving or evaluation set by the flags, the other follows it."""
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--load_best_model_at_end", "true", *flags])
+    save_steps, eval_steps = (steps if strategy == "steps" else None for strategy, steps in (
+        (args.save_strategy, args.save_steps), (args.eval_strategy, args.eval_steps)))
+    assert (args.save_strategy, save_steps, args.eval_strategy, eval_steps) == expected
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--load_best_model_at_end", "false", "--save_steps",
+                                  "7"])  # saving alone by steps, as without the flag
+    assert (args.save_strategy, args.save_steps, args.eval_strategy) == ("steps", 7, "epoch")
+
+
 def test_trainer_flags_override_the_recipe(tmp_path):
     model, _, args = parse_arguments(
         ["--output_dir", str(tmp_path), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de",

@@ -574,13 +574,20 @@ def _unused_fields(training_args: Any) -> set[str]:
     if get("max_tokens_per_batch"):
         unused.add("per_device_train_batch_size")  # token batching replaces it
     optim = get("optim")
-    if get("lr_scheduler_type") in _SCHEDULES_WITHOUT_WARMUP and optim not in _OPTIMIZERS_WITH_WARMUP:
+    if not warms_up(training_args):
         unused |= {"warmup_steps", "warmup_ratio"}
     if optim in _LION_OPTIMIZERS:
         unused.add("adam_epsilon")
     elif optim is not None and optim not in _ADAM_OPTIMIZERS and not optim.startswith("adam"):
         unused |= {"adam_beta1", "adam_beta2", "adam_epsilon"}
     return unused
+
+
+def warms_up(training_args: Any) -> bool:
+    """Whether the run's learning rate warms up over `warmup_steps`: its schedule takes a warmup (not constant,
+    reduce_lr_on_plateau or greedy), or its optimizer warms up by itself (schedule-free)."""
+    return (_argument(training_args, "lr_scheduler_type") not in _SCHEDULES_WITHOUT_WARMUP
+            or _argument(training_args, "optim") in _OPTIMIZERS_WITH_WARMUP)
 
 
 def _argument(training_args: Any, field: str) -> Any:

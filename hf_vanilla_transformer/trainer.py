@@ -40,6 +40,7 @@ from .distributed import (
     sharding_summary,
 )
 from .errors import InputError
+from .model_card import warms_up
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 
 logger = logging.get_logger(__name__)
@@ -463,8 +464,7 @@ class WarnAboutEndlessWarmup(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         warmup = args.get_warmup_steps(state.max_steps)
-        if args.max_steps <= 0 and 0 < state.max_steps <= warmup and args.lr_scheduler_type != "constant" \
-                and state.is_world_process_zero:
+        if args.max_steps <= 0 and 0 < state.max_steps <= warmup and warms_up(args) and state.is_world_process_zero:
             logger.warning(
                 "--warmup_steps %d is not below the run's %d steps (%g epoch%s): the learning rate rises for the whole "
                 "run and never reaches its peak (%.3g). Give fewer --warmup_steps (e.g. %d, a tenth of the steps), or "

@@ -92,7 +92,7 @@ from .metrics import (
     sacrebleu_signatures,
     warn_if_written_without_spaces,
 )
-from .model_card import CARD_INPUTS_FILE, save_model_card
+from .model_card import CARD_INPUTS_FILE, save_model_card, warms_up
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .number_words import NUMBER_MAGNITUDES, number_words_normalizer
 from .pipeline_translation import save_translation_pipeline
@@ -315,7 +315,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     check_output_dir_is_no_input(model_args, training_args)
     warn_about_another_direction(model_args.model_name_or_path, data_args, training_args.do_train)
     warmup = training_args.get_warmup_steps(training_args.max_steps)
-    if training_args.do_train and 0 < training_args.max_steps <= warmup:
+    if training_args.do_train and 0 < training_args.max_steps <= warmup and warms_up(training_args):
         logger.warning(
             "--warmup_steps %d is not below --max_steps %d: the learning rate rises for the whole run and never reaches "
             "its peak (%.3g). For a short run, such as a fine-tuning, give fewer --warmup_steps%s.",

@@ -931,6 +931,12 @@ def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
                          "--max_steps", "20"])
     assert "--warmup_steps 4000 is not below --max_steps 20: the learning rate rises for the whole run" in caplog.text
+    caplog.clear()
+    for schedule in ("constant", "reduce_lr_on_plateau"):  # no warmup: the rate is flat from the first step
+        with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+            parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
+                             "--max_steps", "20", "--lr_scheduler_type", schedule])
+    assert "is not below --max_steps" not in caplog.text
 
 
 def test_translations_keep_the_unicode_form_the_model_wrote():

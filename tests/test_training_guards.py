@@ -8,15 +8,13 @@ import pytest
 import torch
 from conftest import tiny_config
 from datasets import Dataset
-from transformers import DataCollatorForSeq2Seq, TrainerCallback
+from transformers import DataCollatorForSeq2Seq, TrainerCallback, TrainerControl, TrainerState
 
 from hf_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from hf_vanilla_transformer.errors import InputError, run_command
 from hf_vanilla_transformer.tokenization import train_bpe_tokenizer
 from hf_vanilla_transformer.trainer import (
-    TokenBatchingSeq2SeqTrainer,
-    TokenBatchingSeq2SeqTrainingArguments,
-    TrainingDivergedError,
+    TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments, TrainingDivergedError, WarnAboutEndlessWarmup,
 )
 from hf_vanilla_transformer.training import main
 
@@ -169,6 +167,10 @@ def test_a_run_by_epochs_whose_warmup_outlasts_it_is_warned_about(tmp_path, capl
         for warmup, epochs in [(100, 1), (2, 1), (100, 100)]:
             trainer_for(tmp_path, tokenized_dataset(24), num_train_epochs=epochs, per_device_train_batch_size=8,
                         warmup_steps=warmup, lr_scheduler_type="inverse_sqrt").train()
+        for schedule in ("constant", "reduce_lr_on_plateau"):  # schedules without warmup: a flat rate from step 1
+            args = TokenBatchingSeq2SeqTrainingArguments(str(tmp_path), warmup_steps=100, lr_scheduler_type=schedule,
+                                                         eval_strategy="epoch", report_to="none")
+            WarnAboutEndlessWarmup().on_train_begin(args, TrainerState(max_steps=3), TrainerControl())
     warned = [message for message in caplog.messages if "warmup_steps" in message]
     assert warned == ["--warmup_steps 100 is not below the run's 3 steps (1 epoch): the learning rate rises for the "
                       "whole run and never reaches its peak (5e-05). Give fewer --warmup_steps (e.g. 1, a tenth of the "

@@ -559,6 +559,9 @@ def _recipe(training_args: Any) -> list[tuple[str, str]]:
             value = precision == field
         if value is None or field in ignored or value in _UNSET.get(field, ()):
             continue
+        if field == "warmup_steps" and 0 < value < 1:  # transformers' fraction of the training steps
+            rows.append((label, f"{value * 100:g}% of the training steps"))
+            continue
         rows.append((label, _setting(value)))
     return rows
 

@@ -174,6 +174,13 @@ def test_warmup_is_listed_only_where_the_run_warmed_up(model_dir, tmp_path, sche
     assert ("| Warmup steps | 400 |" in text) == warmup
 
 
+def test_a_warmup_given_as_a_fraction_is_listed_as_one(model_dir, tmp_path):
+    """transformers reads --warmup_steps below 1 as a fraction of the training steps: the card said "Warmup steps |
+    0.5" of a run that warmed up over half of them."""
+    text = create_model_card(model_dir, training_args=run_arguments(tmp_path, warmup_steps=0.05)).text
+    assert "| Warmup steps | 5% of the training steps |" in text
+
+
 ADAM_ROWS = {"Adam beta1": "0.9", "Adam beta2": "0.98", "Adam epsilon": "1e-09"}
 
 

@@ -89,7 +89,8 @@ _SIZE_SPLITS = {"train_samples": "train", "eval_samples": "validation", "test_sa
 _SIZES = {"train_samples": "Training sentence pairs", "eval_samples": "Validation sentence pairs",
           "test_samples": "Test sentence pairs", "predict_samples": "Test sentence pairs",
           "epoch": "Epochs trained", "train_runtime": "Training time, evaluations included (s)",
-          "train_loss": "Mean training loss"}
+          "train_loss": "Mean training loss",
+          "best_model_step": "Step of the checkpoint kept as the model (the best on validation)"}
 _EXAMPLES = {"de": "Ein Mann fährt mit dem Fahrrad durch die Stadt.", "en": "A man rides a bicycle through the city.",
              "fr": "Un homme traverse la ville à vélo.", "es": "Un hombre va en bicicleta por la ciudad."}
 

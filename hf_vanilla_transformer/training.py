@@ -1370,11 +1370,12 @@ def save_run_card(trainer, model, model_args, data_args, raw_datasets, metrics: 
     `signatures`) in its output folder."""
     training_args = trainer.args
     output_dir = Path(training_args.output_dir)
-    averaged = metrics.get("averaged_checkpoints")
-    plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=(
-        f"the run's model (average of the last {averaged} checkpoints)" if averaged else "the run's model"),
-        num_beams=training_args.generation_num_beams or model.generation_config.num_beams,
-        label_smoothing=training_args.label_smoothing_factor)
+    averaged, best = metrics.get("averaged_checkpoints"), metrics.get("best_model_step")
+    final_label = (f"the run's model (average of the last {averaged} checkpoints)" if averaged else
+                   f"the run's model (the best checkpoint, step {best})" if best else "the run's model")
+    plot_training_curves(trainer.state.log_history, output_dir / "training_curves.png", final_label=final_label,
+                         num_beams=training_args.generation_num_beams or model.generation_config.num_beams,
+                         label_smoothing=training_args.label_smoothing_factor, final_step=best)
     save_translation_pipeline(output_dir)
     save_model_card(
         output_dir,
@@ -1428,6 +1429,8 @@ def train(trainer, resume_from: str | None) -> dict:
         metrics["resumed_from_step"] = resumed_at
     if trainer.args.average_last_checkpoints:
         metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+    elif trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
+        metrics["best_model_step"] = checkpoint_step(trainer.state.best_model_checkpoint)  # the model kept
     if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
     trainer.save_model()

@@ -16,12 +16,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 _FEW_POINTS = 10  # training losses drawn as points too below this many
+_LEGEND_COLUMN_CHARS = 48  # the longest legend label that fits in half the figure's width
 CAPTION_KEY = "Description"  # the PNG text chunk of the caption (a keyword the PNG specification defines)
 
 
-def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
+def curves(log_history: list[dict], final_step: int | None = None) -> dict[str, list[tuple[int, float]]]:
     """(step, value) series: `loss` (training), `eval_loss`, `eval_bleu` during training, and `final_bleu`, the
-    evaluation logged after training ended (of the run's model: the average of the last checkpoints, if averaged).
+    evaluation logged after training ended (of the run's model: the average of the last checkpoints, if averaged), at
+    `final_step` where given (the step of the best checkpoint, kept as the model), else at the step it was logged at.
     A run that logged no training loss during training (fewer steps than --logging_steps, or --logging_strategy no)
     has `mean_loss` instead: the run's mean (`train_loss`), at its last step."""
     end = next((i for i, entry in enumerate(log_history) if "train_runtime" in entry), len(log_history))
@@ -33,7 +35,8 @@ def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
         if "eval_loss" in entry and not after:  # the final model's loss is no point of the training curve
             series["eval_loss"].append((entry["step"], entry["eval_loss"]))
         if "eval_bleu" in entry:
-            series["final_bleu" if after else "eval_bleu"].append((entry["step"], entry["eval_bleu"]))
+            step = final_step if after and final_step is not None else entry["step"]
+            series["final_bleu" if after else "eval_bleu"].append((step, entry["eval_bleu"]))
     if not series["loss"] and end < len(log_history) and "train_loss" in log_history[end]:
         series["mean_loss"] = [(log_history[end]["step"], log_history[end]["train_loss"])]
     return series
@@ -41,11 +44,12 @@ def curves(log_history: list[dict]) -> dict[str, list[tuple[int, float]]]:
 
 def plot_training_curves(
     log_history: list[dict], path: str | Path, final_label: str = "the run's model", *, num_beams: int | None = None,
-    label_smoothing: float | None = None,
+    label_smoothing: float | None = None, final_step: int | None = None,
 ) -> Path | None:
     """Save `draw_training_curves`' figure to `path` (a PNG), with `curves_caption` in its `CAPTION_KEY` text chunk;
     None, and no file, if nothing was logged."""
-    figure = draw_training_curves(log_history, final_label, num_beams=num_beams, label_smoothing=label_smoothing)
+    figure = draw_training_curves(log_history, final_label, num_beams=num_beams, label_smoothing=label_smoothing,
+                                  final_step=final_step)
     if figure is None:
         return None
     path = Path(path)
@@ -56,14 +60,15 @@ def plot_training_curves(
 
 def draw_training_curves(
     log_history: list[dict], final_label: str = "the run's model", *, num_beams: int | None = None,
-    label_smoothing: float | None = None,
+    label_smoothing: float | None = None, final_step: int | None = None,
 ) -> Figure | None:
     """Training and validation loss (left axis) and validation BLEU (right axis) against the optimizer step, the
     final model's BLEU marked apart (`final_label` names it), the legend below the axes, clear of the curves; None if
     nothing was logged. `num_beams`: the beams evaluation decoded with (1: greedy), named on the BLEU axis;
-    `label_smoothing`: the loss's, named on the loss axis. The title names the curves drawn. The figure is
-    pyplot's: close it (`matplotlib.pyplot.close`) when done."""
-    series = curves(log_history)
+    `label_smoothing`: the loss's, named on the loss axis; `final_step`: the step of the final model where it is not
+    the last (the best checkpoint, kept as the model). The title names the curves drawn. The figure is pyplot's:
+    close it (`matplotlib.pyplot.close`) when done."""
+    series = curves(log_history, final_step)
     if not any(series.values()):
         return None
     figure, loss_axis = plt.subplots(figsize=(7, 4.5), dpi=120, layout="constrained")
@@ -107,8 +112,9 @@ def draw_training_curves(
     title = ", ".join(drawn)
     loss_axis.set_title(title[0].upper() + title[1:])
     loss_axis.grid(alpha=0.3)
-    figure.legend(lines, [line.get_label() for line in lines], loc="outside lower center", ncols=2,
-                  fontsize="small", frameon=False)
+    labels = [line.get_label() for line in lines]
+    columns = 2 if max(map(len, labels)) <= _LEGEND_COLUMN_CHARS else 1  # long labels side by side would be cut
+    figure.legend(lines, labels, loc="outside lower center", ncols=columns, fontsize="small", frameon=False)
     return figure
 
 

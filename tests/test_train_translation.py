@@ -141,6 +141,25 @@ def test_the_training_curves_show_validation_loss_and_the_final_model_apart(tmp_
     assert plot_training_curves([], tmp_path / "none.png") is None
 
 
+def test_a_run_that_keeps_its_best_checkpoint_says_which(tmp_path, capsys):
+    """With --load_best_model_at_end the run's model is the best checkpoint: the curves put its BLEU at its step (it
+    was at the last step, off the curve) and the card names the step (it named the training steps alone)."""
+    import json
+
+    out = tmp_path / "run"
+    run_main("--output_dir", out, *FEW_NUMBERS, *TINY, "--max_steps", "6", "--eval_steps", "2", "--warmup_steps", "2",
+             "--learning_rate", "3e-3", "--load_best_model_at_end", "true", "--metric_for_best_model", "loss",
+             "--greater_is_better", "true", "--do_predict", "false", capsys=capsys)  # the worst loss: not the last
+    state = json.loads((out / "trainer_state.json").read_text())
+    best = state["best_global_step"]
+    assert best < 6 and state["best_model_checkpoint"].endswith(f"checkpoint-{best}")
+    card = (out / "README.md").read_text()
+    assert f"- Step of the checkpoint kept as the model (the best on validation): {best}\n" in card
+    final = curves(state["log_history"], final_step=best)["final_bleu"]
+    assert [step for step, _ in final] == [best]
+    assert curves(state["log_history"])["final_bleu"][0][0] == 6  # where it was drawn
+
+
 def test_the_run_model_averages_the_last_checkpoints(builtin_run):
     """--average_last_checkpoints 3: the saved model is the mean of the last 3 checkpoints, and the card says so."""
     out, _ = builtin_run

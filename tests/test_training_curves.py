@@ -70,10 +70,14 @@ def legends(figure):
     return [*figure.legends, *(axis.get_legend() for axis in figure.axes if axis.get_legend() is not None)]
 
 
-@pytest.mark.parametrize("history", [typical_history(), SHORT_HISTORY, typical_history()[:-2]],
-                         ids=["typical", "short", "no final evaluation"])
-def test_the_legend_lies_outside_the_curves(draw, history):
-    figure = draw(history, "the run's model (average of the last 5 checkpoints)", num_beams=4)
+@pytest.mark.parametrize("history, final_label", [
+    (typical_history(), "the run's model (average of the last 5 checkpoints)"),
+    (SHORT_HISTORY, "the run's model (average of the last 5 checkpoints)"),
+    (typical_history()[:-2], "the run's model (average of the last 5 checkpoints)"),
+    (SHORT_HISTORY[1:], "the run's model (the best checkpoint, step 80)"),  # long labels in both columns were cut
+], ids=["typical", "short", "no final evaluation", "mean loss, best checkpoint"])
+def test_the_legend_lies_outside_the_curves(draw, history, final_label):
+    figure = draw(history, final_label, num_beams=4)
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
     (legend,) = legends(figure)

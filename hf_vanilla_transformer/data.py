@@ -285,7 +285,8 @@ def load_parallel_text(
     kept_target: list[str] = []
     for line_number, source, target in _read_line_pairs(source_path, target_path):
         report.num_lines = line_number
-        if not source:
+        if not source or not normalize_text(source):  # invisible characters alone are read as nothing too
+            source = ""
             report.empty_source_lines.append(line_number)
         if not target:
             report.empty_target_lines.append(line_number)

@@ -1170,6 +1170,17 @@ def test_a_count_of_one_is_said_in_the_singular(tmp_path, caplog):
     ]
 
 
+def test_a_source_of_invisible_characters_alone_is_counted_as_an_empty_line(tmp_path, caplog):
+    """A line holding only a zero-width space and a soft hyphen is read as nothing (the pipeline removes them), so it
+    was left untranslated like an empty line, but the warning named the empty line alone."""
+    source = write_lines(tmp_path / "s.de", ["eins", "\u200b\u00ad", "", "vier"])
+    target = write_lines(tmp_path / "s.en", ["one", "two", "three", "four"])
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        dataset, report = load_parallel_text(source, target, source_lang="de", target_lang="en", keep_blank=True)
+    assert report.empty_source_lines == [2, 3] and f"2 empty lines in {source} (lines 2, 3)" in caplog.text
+    assert [pair["de"] for pair in dataset["translation"]] == ["eins", "", "", "vier"]
+
+
 def test_targets_keep_the_corpus_unicode_form_and_sources_are_nfc(caplog):
     """Targets were NFC-normalized for training, references scored as the data holds them: a corpus not in NFC
     (Hindi's precomposed nukta letters, which NFC changes; any NFD text) scored a perfect model down (BLEU 79)."""

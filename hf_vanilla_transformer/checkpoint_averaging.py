@@ -93,7 +93,8 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
         raise MissingFileError(f"{last} has no config.json: {UNUSABLE}.")
     weights = averaged_weights(checkpoints)  # first: it names a checkpoint whose weights are missing or damaged
     try:
-        model = AutoModelForSeq2SeqLM.from_pretrained(last)
+        with no_progress_bars():  # transformers' "Loading weights" bar, of weights replaced at once
+            model = AutoModelForSeq2SeqLM.from_pretrained(last)
     except (OSError, ValueError) as error:  # a damaged config.json, or another kind of model's
         raise InputError(f"{last} holds no loadable model ({error}): {UNUSABLE}.") from error
     model = _load_weights_into(model, weights)

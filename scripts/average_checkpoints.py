@@ -15,7 +15,7 @@ try:
     import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
     from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
     from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command, shown_list
-    from hf_vanilla_transformer.checkpoints import complete_checkpoints, run_checkpoints
+    from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE, complete_checkpoints, run_checkpoints
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
     sys.exit(130)
@@ -111,6 +111,17 @@ def _bytes(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
+def checkpoint_holding(folder: str) -> Path | None:
+    """The training checkpoint (a checkpoint-<step> folder with a run's state or completion mark, of any run) that
+    `folder` is or lies in; None where there is none."""
+    for path in (Path(folder), *Path(folder).parents):
+        name = path.name
+        if name.startswith("checkpoint-") and name[len("checkpoint-"):].isdigit() and any(
+                (path / state).is_file() for state in ("trainer_state.json", CHECKPOINT_COMPLETE)):
+            return path
+    return None
+
+
 def main(argv=None):
     from hf_vanilla_transformer.errors import command_parser
 
@@ -162,6 +173,13 @@ def main(argv=None):
             f"--output_dir {args.output_dir} is named as a checkpoint of the run, which later averaging, resuming and "
             f"the Trainer's checkpoint rotation would take for one: give another name, e.g. "
             f"{os.path.join(args.run_dir, 'averaged')}."
+        )
+    if (checkpoint := checkpoint_holding(output)) is not None:
+        where = "is" if str(checkpoint) == output else f"lies in {checkpoint},"
+        parser.error(
+            f"--output_dir {args.output_dir} {where} a training run's checkpoint: resuming that run "
+            "would start from the average, and the Trainer's checkpoint rotation deletes the folder. Give a folder "
+            f"outside checkpoints, e.g. {os.path.join(args.run_dir, 'averaged')}."
         )
     entries = sorted(os.listdir(output)) if os.path.isdir(output) else []
     # what describes the model there (its card, scores, translations) is stale once another model is saved there

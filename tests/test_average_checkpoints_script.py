@@ -111,7 +111,7 @@ def test_an_empty_output_folder_is_used(run, tmp_path, monkeypatch, capsys):
     status, _, err = average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch,
                              capsys=capsys)
     assert status == 0 and (tmp_path / "avg" / "model.safetensors").is_file()
-    assert "Writing model shards" not in err  # transformers' bar of one shard
+    assert "Writing model shards" not in err and "Loading weights" not in err  # transformers' bars, of one model
 
 
 def test_whole_fsdp_checkpoints_are_averaged(run, tmp_path, monkeypatch, capsys):
@@ -309,3 +309,22 @@ def test_checkpoints_with_different_sentencepiece_tokenizers_are_not_averaged(ch
     assert status == 2 and len(err.strip().splitlines()) == 1, err
     assert f"checkpoint-2 and checkpoint-3 hold different tokenizers ({expected}), whose token ids mean" in err
     assert not (tmp_path / "avg").exists()
+
+
+@pytest.mark.parametrize("inside", ["", "avg"])
+def test_an_output_folder_that_is_or_lies_in_another_runs_checkpoint_is_refused(run, tmp_path, monkeypatch, capsys,
+                                                                                  inside):
+    """Another run's checkpoint-12 with --overwrite got the averaged weights beside its own optimizer state and
+    trainer_state.json: resuming that run went on from them without a word. A folder inside a checkpoint is deleted
+    with it by the Trainer's checkpoint rotation."""
+    victim = tmp_path / "other_run" / "checkpoint-12"
+    make_tiny_model_dir(victim, seed=12)
+    (victim / "trainer_state.json").write_text(json.dumps({"global_step": 12}))
+    before = (victim / "model.safetensors").read_bytes()
+    output = victim / inside if inside else victim
+    capsys.readouterr()
+    status, _, err = average(run, "--last", "2", "--output_dir", output, "--overwrite", monkeypatch=monkeypatch,
+                             capsys=capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{output} {'is' if not inside else f'lies in {victim},'} a training run's checkpoint: resuming" in err
+    assert (victim / "model.safetensors").read_bytes() == before and not (victim / "avg").exists()

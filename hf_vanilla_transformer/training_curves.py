@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.backends.backend_agg  # noqa: E402, F401  (now: a Ctrl-C while it loads was an ImportError)
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 _FEW_POINTS = 10  # training losses drawn as points too below this many
 _LEGEND_COLUMN_CHARS = 48  # the longest legend label that fits in half the figure's width
@@ -84,6 +85,7 @@ def draw_training_curves(
         lines += loss_axis.plot(*zip(*series["eval_loss"]), color="tab:blue", linestyle="--", marker=".",
                                 label="validation loss")
     loss_axis.set_xlabel("step")
+    loss_axis.xaxis.set_major_locator(MaxNLocator(integer=True))  # a short run's axis had steps 0.5, 1.5, ...
     last_step = max(step for points in series.values() for step, _ in points)
     if last_step > 0:  # from the start of training, with room for the last point's marker
         loss_axis.set_xlim(0, last_step * 1.04)

@@ -126,6 +126,8 @@ def check_arguments(args, parser) -> None:
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name} must be at least 1, got {value}.")
+    if args.vocab_size < 4:  # ids 0-2 are <pad>, <s>, </s>: the sentences are drawn from the ids above them
+        parser.error(f"--vocab_size must be at least 4 (3 special tokens and a word), got {args.vocab_size}.")
     if args.warmup_steps < 0:
         parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
     if {"train", "greedy", "beam", "memory"} <= set(args.skip):  # int8, ctranslate2, script: parts of those
@@ -367,6 +369,28 @@ def figure(work: float, times: dict[str, list[float]]) -> dict:
             result[f"{name}_vs_ours"] = ratio(name, "ours")
     result["rounds"] = {name: [work / value for value in values] for name, values in times.items()}
     return result
+
+
+UNSTEADY_SPREAD = 1.5  # rounds whose ratios differ by more than this factor: the machine was not steady
+
+
+def unsteady_rounds(results: dict) -> list[str]:
+    """A note for each figure whose rounds disagree (ours / Marian from one round to the next differs by more than
+    `UNSTEADY_SPREAD` times), where the median ratio of a few rounds may not even agree with the two medians beside
+    it: other work on the machine, or too few --repeats."""
+    labels = {"train_tokens_per_s": "training tokens/s", "greedy_sentences_per_s": "greedy sentences/s",
+              "beam4_sentences_per_s": "beam-4 sentences/s"}
+    notes = []
+    for key, label in labels.items():
+        rounds = results.get(key, {}).get("rounds", {})
+        if "ours" not in rounds or "marian" not in rounds:
+            continue
+        ratios = [ours / marian for ours, marian in zip(rounds["ours"], rounds["marian"])]
+        if len(ratios) > 1 and max(ratios) > UNSTEADY_SPREAD * min(ratios):
+            notes.append(f"note: {label}: the rounds' ratios range from {min(ratios):.2f}x to {max(ratios):.2f}x, so "
+                         "the machine was not steady (other work, or too few rounds): rerun it idle, with more "
+                         "--repeats.")
+    return notes
 
 
 def run_training(args, ours, marian):
@@ -837,6 +861,8 @@ def main(argv=None):
           "rounds' ratios")
     print(execution_line(args, results) + "\n")
     print(format_table(results))
+    for note in unsteady_rounds(results):
+        print(note)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -168,6 +168,24 @@ def test_ratio_is_the_median_of_per_round_ratios(benchmark):
     assert figure["rounds"]["ours"] == [10.0, 5.0, 2.5]
 
 
+def test_rounds_that_disagree_get_a_note(benchmark):
+    """Two rounds of a busy machine printed 133 tokens/s for ours and 607 for Marian, and beside them a ratio of
+    3.28x: the median of two rounds' ratios is their mean, which one outlier round decides. The table now says so."""
+    busy = benchmark.figure(10, {"ours": [0.1, 0.002], "marian": [0.01, 0.02]})
+    steady = benchmark.figure(10, {"ours": [1.0, 1.1, 1.0], "marian": [1.2, 1.3, 1.2]})
+    notes = benchmark.unsteady_rounds({"train_tokens_per_s": busy, "greedy_sentences_per_s": steady})
+    assert notes == ["note: training tokens/s: the rounds' ratios range from 0.10x to 10.00x, so the machine was not "
+                     "steady (other work, or too few rounds): rerun it idle, with more --repeats."]
+
+
+@pytest.mark.parametrize("size", ["1", "3"])
+def test_a_vocabulary_without_room_for_words_is_one_message(benchmark, capsys, size):
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.parse_arguments(["--vocab_size", size])
+    assert exit_info.value.code == 2
+    assert f"--vocab_size must be at least 4 (3 special tokens and a word), got {size}." in capsys.readouterr().err
+
+
 def test_rounds_alternate_the_order(benchmark):
     calls = []
     benchmark.alternate(3, {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")})

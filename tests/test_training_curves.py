@@ -161,3 +161,13 @@ def test_a_run_shorter_than_its_logging_steps_shows_its_mean_training_loss(draw)
     assert curves_caption(history).startswith("Training loss over the training steps")
     no_loss = [{"train_runtime": 3.0, "step": 8}, {"eval_bleu": 0.0, "eval_samples": 30, "step": 8}]
     assert not draw(no_loss).axes[0].get_yticks().size  # nothing on the loss axis: no ticks as if there were
+
+
+@pytest.mark.parametrize("steps", [1, 4, 5000])
+def test_the_step_axis_counts_whole_steps(draw, steps):
+    """A 4-step run's axis was labelled 0.5, 1.5, ..., a 1-step run's 0.2, 0.4, ...: steps are whole numbers."""
+    history = [{"loss": 3.0, "step": step} for step in range(1, steps + 1, max(1, steps // 50))]
+    history += [{"eval_loss": 2.9, "eval_bleu": 1.0, "step": steps}, {"train_runtime": 1.0, "step": steps}]
+    figure = draw(history)
+    ticks = [tick for tick in figure.axes[0].get_xticks() if 0 <= tick <= steps]
+    assert len(ticks) >= 2 and all(tick == int(tick) for tick in ticks), ticks

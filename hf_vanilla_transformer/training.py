@@ -362,8 +362,9 @@ def best_model_defaults(argv: list[str], defaults: dict[str, str]) -> dict[str, 
         return {}
     # evaluation follows saving, unless turned off (--do_eval false) or set
     follows = {} if "eval_strategy" in values or eval_strategy == "no" else {"eval_strategy": save_strategy}
-    if "save_steps" in values and follows.get("eval_strategy", eval_strategy) == "steps":
-        follows["eval_steps"] = values["save_steps"]
+    if follows.get("eval_strategy", eval_strategy) == "steps":  # not every --logging_steps, between checkpoints
+        follows["eval_steps"] = values.get("save_steps", defaults.get(
+            "save_steps", str(TokenBatchingSeq2SeqTrainingArguments.__dataclass_fields__["save_steps"].default)))
     return follows
 
 

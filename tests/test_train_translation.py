@@ -589,6 +589,8 @@ def test_flags_that_imply_others_get_them(tmp_path, caplog):
     (["--eval_strategy", "steps", "--logging_steps", "3"], ("steps", 3, "steps", 3)),  # saved every 500 steps
     (["--eval_strategy", "steps", "--save_steps", "10"], ("steps", 10, "steps", 10)),  # evaluated every 50 steps
     (["--eval_steps", "5"], ("steps", 5, "steps", 5)),
+    (["--save_strategy", "steps"], ("steps", 500, "steps", 500)),  # the Trainer's 500 steps a checkpoint
+    (["--save_strategy", "steps", "--eval_strategy", "steps"], ("steps", 500, "steps", 500)),
     ([], ("epoch", None, "epoch", None)),
     (["--save_strategy", "epoch"], ("epoch", None, "epoch", None)),
     (["--save_strategy", "best", "--metric_for_best_model", "loss"], ("best", None, "epoch", None)),

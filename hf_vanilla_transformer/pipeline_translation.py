@@ -161,7 +161,8 @@ def normalize_text(text: str) -> str:
     decomposed "u" + combining diaeresis is the one character "ü", as most text has it, and not other byte-level
     tokens), without `INVISIBLE_CHARACTERS`, and with its whitespace normalized (`normalize_whitespace`). Defined
     here, in the code saved with every model, and used by the training data."""
-    return normalize_whitespace(unicodedata.normalize("NFC", text).translate(_WITHOUT_INVISIBLE))
+    # the invisible characters first: one between a letter and its combining mark would keep them apart in NFC
+    return normalize_whitespace(unicodedata.normalize("NFC", text.translate(_WITHOUT_INVISIBLE)))
 
 
 def reads_special_tokens_as_text(tokenizer) -> bool:

@@ -20,7 +20,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 from .errors import InputError
-from .pipeline_translation import normalize_whitespace, reads_special_tokens_as_text
+from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +84,14 @@ def train_bpe_tokenizer(
 
 
 def translation_texts(dataset, source_lang: str, target_lang: str, batch_size: int = 1000) -> Iterator[str]:
-    """Yield the source and target sentence of each row of a Dataset with a `translation` column (pass train only)."""
+    """Yield the source and target sentence of each row of a Dataset with a `translation` column (pass train only),
+    as the model is given them (`data.tokenize_translation_datasets`, the translation pipeline): sources normalized
+    (`normalize_text`: a corpus in NFD would teach merges of decomposed letters that no source holds once in NFC),
+    targets with their whitespace normalized."""
     for batch in dataset.iter(batch_size=batch_size):
         for pair in batch["translation"]:
-            yield pair[source_lang]
-            yield pair[target_lang]
+            yield normalize_text(pair[source_lang])
+            yield normalize_whitespace(pair[target_lang])
 
 
 SPECIAL_TOKEN_ROLES = {

@@ -292,6 +292,8 @@ def test_sources_and_translations_are_normalized_as_the_training_data_is():
     assert normalize_text(f" \ufeff{hindi}\u200b ") == "\u0921\u093c\u0922\u093c\u092b\u093c"  # NFC decomposes them
     joined = "\U0001f468\u200d\U0001f469 \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # emoji ZWJ, Persian ZWNJ
     assert normalize_text(joined) == joined
+    # a soft hyphen or zero-width space between a letter and its combining mark: it kept them apart in NFC
+    assert normalize_text("Mu\u00ad\u0308ller Cafe\u200b\u0301") == "M\u00fcller Caf\u00e9"
 
 
 def test_v4_translation_arguments_are_taken(translator, reference):

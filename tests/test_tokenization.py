@@ -73,6 +73,20 @@ def test_translation_texts_yields_both_sides():
     assert list(translation_texts(dataset, "de", "en", batch_size=1)) == ["eins", "one", "zwei", "two"]
 
 
+def test_the_tokenizer_learns_from_the_text_the_model_is_given():
+    """A corpus in NFD (as macOS writes files) taught merges of decomposed umlauts, while the sources are tokenized in
+    NFC: every "Männer" of the sources came apart into bytes. Sources are normalized as the model gets them (NFC,
+    invisible characters and extra whitespace gone), targets' whitespace alone, as the model writes the corpus."""
+    import unicodedata
+
+    german = ["Männer spielen Fußball.", "Zwei Männer gehen.", "Die Männer lächeln.", "Ein Mädchen läuft."] * 20
+    pairs = [{"de": unicodedata.normalize("NFD", text) + "\u200b  ", "en": " Men\u0301  play. "} for text in german]
+    texts = list(translation_texts(Dataset.from_dict({"translation": pairs}), "de", "en"))
+    assert texts[:2] == [german[0], "Men\u0301 play."]
+    tokenizer = train_bpe_tokenizer(texts, vocab_size=300, min_frequency=2)
+    assert "ĠMÃ¤nner" in tokenizer.get_vocab()  # " Männer" as one token, in the NFC the sources are tokenized in
+
+
 def test_special_token_ids_explain_missing_tokens(tokenizer):
     broken = tokenizer.__class__(tokenizer_object=tokenizer.backend_tokenizer)
     broken.pad_token = None

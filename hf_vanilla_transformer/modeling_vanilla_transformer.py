@@ -424,7 +424,7 @@ class VanillaTransformerEncoder(VanillaTransformerStack):
     """The encoder [3.1]: N identical layers over the embedded source."""
 
     _can_record_outputs = {
-        "hidden_states": VanillaTransformerEncoderLayer,
+        "hidden_states": OutputRecorder(VanillaTransformerEncoderLayer, num_hidden_layers_key="encoder_layers"),
         "attentions": VanillaTransformerAttention,
     }
 
@@ -455,7 +455,7 @@ class VanillaTransformerDecoder(VanillaTransformerStack):
     """The decoder [3.1]: N identical layers over the embedded, right-shifted target, attending to the memory."""
 
     _can_record_outputs = {
-        "hidden_states": VanillaTransformerDecoderLayer,
+        "hidden_states": OutputRecorder(VanillaTransformerDecoderLayer, num_hidden_layers_key="decoder_layers"),
         "attentions": OutputRecorder(VanillaTransformerAttention, index=1, layer_name="self_attn"),
         "cross_attentions": OutputRecorder(VanillaTransformerAttention, index=1, layer_name="encoder_attn"),
     }

@@ -479,6 +479,18 @@ def test_the_dummy_inputs_run_a_forward(batch):
         assert logits.shape[0] == 2 and logits.shape[-1] == vocab_size and torch.isfinite(logits).all()
 
 
+@pytest.mark.parametrize("encoder_layers, decoder_layers", [(2, 3), (3, 2)])
+def test_a_hidden_state_chosen_by_index_counts_in_its_own_stack(batch, encoder_layers, decoder_layers):
+    """`output_hidden_states=-1` gave the decoder's hidden state at the encoder's depth (and None at its last) where
+    the stacks differ in depth: negative indices were counted with config.num_hidden_layers, the encoder's."""
+    model = make_model(encoder_layers=encoder_layers, decoder_layers=decoder_layers)
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], "labels": batch["labels"]}
+    every = model(**inputs, output_hidden_states=True)
+    last = model(**inputs, output_hidden_states=-1)
+    for name in ("encoder_hidden_states", "decoder_hidden_states"):
+        assert torch.equal(getattr(last, name)[-1], getattr(every, name)[-1]), name
+
+
 def test_the_calls_pad_token_id_masks_the_sources(batch):
     """Without an attention_mask, the padding a source mask is inferred from is the call's `pad_token_id`, as
     transformers pads with it; it was the generation config's."""

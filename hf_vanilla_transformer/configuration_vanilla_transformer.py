@@ -1,10 +1,15 @@
 """Configuration of the original Transformer (Vaswani et al., 2017, "Attention Is All You Need")."""
 
+import dataclasses
+import difflib
 import math
 import numbers
 
 from transformers import PreTrainedConfig
 from transformers.activations import ACT2FN
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
 
 # The "big" model's departures from the base defaults (Table 3)
 BIG_SIZES = dict(
@@ -15,6 +20,14 @@ BIG_SIZES = dict(
     decoder_ffn_dim=4096,
     dropout=0.3,
 )
+
+
+# Names for a size of both stacks (the training script's flag first, then other libraries'), and the fields' suffix
+_BOTH_STACKS = {
+    ("layers", "num_layers", "n_layers"): "layers",
+    ("attention_heads", "heads", "num_heads", "n_heads", "nhead"): "attention_heads",
+    ("ffn_dim", "d_ff", "dim_feedforward", "intermediate_size", "ff_dim"): "ffn_dim",
+}
 
 
 def is_integer(value) -> bool:
@@ -129,8 +142,26 @@ class VanillaTransformerConfig(PreTrainedConfig):
         return cls(**{**BIG_SIZES, **kwargs})
 
     def __post_init__(self, **kwargs):
+        self._check_names(kwargs)
         super().__post_init__(**kwargs)
         self.check_values()
+
+    def _check_names(self, extra: dict) -> None:
+        """A ValueError for a keyword that is no field but plainly meant a size of both stacks: the training script's
+        flag names (`layers`, `attention_heads`, `ffn_dim`) and other libraries' names for them; a warning for one
+        spelt like a field (`d_modle`), which may also be a tool's own setting (transformers' tests set
+        `layer_norm_epsilon` on every config and save it). Any extra keyword is kept, as PreTrainedConfig keeps them."""
+        fields = {field.name for field in dataclasses.fields(self)} | set(self.attribute_map)
+        for name in set(extra) - fields:  # attribute_map's names come here, to be mapped
+            for alias, meant in _BOTH_STACKS.items():
+                if name in alias:
+                    raise ValueError(
+                        f"`{name}` is not a VanillaTransformerConfig field: give `encoder_{meant}` and `decoder_{meant}` "
+                        f"(the training script's --{alias[0]} sets both)."
+                    )
+            if close := difflib.get_close_matches(name, fields, n=1, cutoff=0.85):
+                logger.warning("`%s` is not a VanillaTransformerConfig field, and the model does not read it: did you "
+                               "mean `%s`?", name, close[0])
 
     def validate(self):
         """Checks run before `save_pretrained` writes the config, so later edits are validated too."""
@@ -174,9 +205,13 @@ class VanillaTransformerConfig(PreTrainedConfig):
             raise ValueError(f"`layer_norm_eps` must be a finite number > 0, got {self.layer_norm_eps!r}.")
         if self.init_std is not None and (not is_number(self.init_std) or not 0 <= self.init_std < math.inf):
             raise ValueError(f"`init_std` must be None or a finite number >= 0, got {self.init_std!r}.")
-        for name in ("scale_embedding", "normalize_before", "tie_word_embeddings", "output_bias"):  # "false": True
+        for name in ("scale_embedding", "normalize_before", "tie_word_embeddings", "output_bias", "use_cache",
+                     "is_encoder_decoder"):  # "false" would be read as True
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"`{name}` must be True or False, got {getattr(self, name)!r}.")
+        if not self.is_encoder_decoder:
+            raise ValueError("`is_encoder_decoder` must be True, got False: the Transformer is an encoder-decoder "
+                             "model, and generate() would give the decoder no source.")
 
     def _check_probabilities(self):
         """Dropout probabilities lie in [0, 1)."""
@@ -199,6 +234,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             value = getattr(self, name)
             if is_integer(value) and not isinstance(value, int):  # numpy's: a plain int, as JSON can hold
                 setattr(self, name, value := int(value))
+            if isinstance(value, list) and not value:  # generate() reads its first id
+                raise ValueError(f"`{name}` must be a token id, a non-empty list of them, or None, got [].")
             for token_id in value if isinstance(value, list) else [value]:
                 if token_id is not None and (isinstance(token_id, bool) or not is_integer(token_id)):
                     raise ValueError(f"`{name}` must be a token id (an integer) or None, got {value!r}.")

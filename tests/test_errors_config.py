@@ -38,6 +38,9 @@ from hf_vanilla_transformer import VanillaTransformerConfig
         (dict(decoder_start_token_id=1.5), "decoder_start_token_id", "an integer"),  # started decoding at 1
         (dict(pad_token_id=True), "pad_token_id", "an integer"),  # a TypeError in torch's embedding
         (dict(eos_token_id="2"), "eos_token_id", "an integer"),  # a TypeError comparing str and int
+        (dict(eos_token_id=[]), "eos_token_id", "a non-empty list"),  # an IndexError in beam search
+        (dict(use_cache="no"), "use_cache", "True or False"),  # read as True
+        (dict(is_encoder_decoder=False), "is_encoder_decoder", "must be True"),  # "The decoder needs its inputs"
     ],
 )
 def test_impossible_settings_name_field_value_and_what_is_allowed(settings, field, allowed):
@@ -47,6 +50,34 @@ def test_impossible_settings_name_field_value_and_what_is_allowed(settings, fiel
     assert field in message and allowed in message
     value = settings.get(field, settings.get("d_model"))
     assert repr(value) in message or str(value) in message
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(layers=3), "`layers` is not a VanillaTransformerConfig field: give `encoder_layers` and `decoder_layers` "
+                     "(the training script's --layers sets both)."),
+    (dict(attention_heads=4), "give `encoder_attention_heads` and `decoder_attention_heads`"),
+    (dict(ffn_dim=512), "give `encoder_ffn_dim` and `decoder_ffn_dim`"),
+])
+def test_a_keyword_meant_for_both_stacks_is_refused(settings, message):
+    """`VanillaTransformerConfig(d_model=128, layers=3, attention_heads=4, ffn_dim=512)` (the training script's flag
+    names) made a 6+6-layer model with 8 heads and d_ff 2048, without a word, and wrote the names into config.json."""
+    with pytest.raises(ValueError) as error:
+        VanillaTransformerConfig(**settings)
+    assert message in str(error.value)
+    config = VanillaTransformerConfig(num_hidden_layers=2, custom_pipelines={})  # an alias, and a tool's own setting
+    assert config.encoder_layers == 2 and config.custom_pipelines == {}
+
+
+def test_a_keyword_spelt_like_a_field_is_warned_about(caplog):
+    """`d_modle=64` was kept as a setting of its own, the model 512 wide; a tool's own setting spelt like a field
+    (transformers' tests save `layer_norm_epsilon` on every config) still loads."""
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        config = VanillaTransformerConfig(d_modle=64)
+    assert "`d_modle` is not a VanillaTransformerConfig field, and the model does not read it: did you mean " \
+           "`d_model`?" in caplog.text
+    assert config.d_model == 512
 
 
 def test_changes_after_construction_are_checked_before_saving():

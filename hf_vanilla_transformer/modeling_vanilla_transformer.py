@@ -80,6 +80,9 @@ class VanillaTransformerPositionalEncoding(nn.Module):
         table = sinusoidal_encoding(torch.arange(config.max_position_embeddings), config.d_model)
         self.register_buffer("table", table, persistent=False)
 
+    def extra_repr(self) -> str:
+        return f"sinusoidal, d_model={self.d_model}, a table of {len(self.table)} positions, computed beyond"
+
     def _apply(self, fn, recurse=True):
         """Moves and casts as any module's buffers, but the table is recomputed from the formula where its values
         would be rounded or lost: a new dtype (a model loaded in bfloat16 and cast back to float32 gets float32
@@ -171,6 +174,12 @@ class VanillaTransformerAttention(nn.Module):
             self.qkv_proj = PrepackedLinear(d_model, 3 * d_model)
         self.out_proj = PrepackedLinear(d_model, d_model)
 
+    def extra_repr(self) -> str:
+        """What `print(model)` shows beside the projections: the heads and their width, the mask, the dropout."""
+        kind = "cross-attention" if self.is_cross_attention else "causal self-attention" if self.is_causal else \
+            "self-attention"
+        return f"{kind}, heads={self.num_heads}, head_dim={self.head_dim}, attention_dropout={self.dropout}"
+
     def _split_heads(self, projected: torch.Tensor, parts: int) -> tuple[torch.Tensor, ...]:
         """(batch, length, parts * d_model) -> `parts` tensors of shape (batch, heads, length, head_dim)."""
         batch, length, _ = projected.shape
@@ -243,6 +252,12 @@ class VanillaTransformerResidualLayer(GradientCheckpointingLayer):
         super().__init__()
         self.dropout = config.dropout
         self.normalize_before = config.normalize_before
+
+    def extra_repr(self) -> str:
+        """The residual blocks' order and dropout, which are functions, not modules `print(model)` lists."""
+        order = "pre-LN: x + Dropout(Sublayer(LayerNorm(x)))" if self.normalize_before else \
+            "post-LN: LayerNorm(x + Dropout(Sublayer(x)))"
+        return f"{order}, dropout={self.dropout}"
 
     def residual(self, hidden_states: torch.Tensor, norm: nn.LayerNorm, sublayer: Callable) -> torch.Tensor:
         if self.normalize_before:
@@ -379,6 +394,11 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         self.embed_positions = VanillaTransformerPositionalEncoding(config)
         self.dropout = config.dropout  # read once, as in every layer: a later edit of the config takes a save and load
         self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.normalize_before else None
+
+    def extra_repr(self) -> str:
+        """The embedding's scale and dropout, and where a pre-LN stack's `layer_norm` (listed before the layers) runs."""
+        after = ", layer_norm after the last layer" if self.layer_norm is not None else ""
+        return f"embeddings scaled by {self.embed_scale:g}, dropout={self.dropout}{after}"
 
     def embed(
         self,

@@ -491,6 +491,18 @@ def test_a_hidden_state_chosen_by_index_counts_in_its_own_stack(batch, encoder_l
         assert torch.equal(getattr(last, name)[-1], getattr(every, name)[-1]), name
 
 
+def test_printing_the_model_shows_what_its_modules_do_by_functions():
+    """`print(model)` showed no head count, dropout, residual order or position table, and a pre-LN stack's final
+    LayerNorm above its layers, with no word that it runs after them."""
+    text = str(make_model(normalize_before=True))
+    for shown in ("embeddings scaled by 5.65685, dropout=0.1, layer_norm after the last layer",
+                  "sinusoidal, d_model=32, a table of 64 positions, computed beyond",
+                  "pre-LN: x + Dropout(Sublayer(LayerNorm(x))), dropout=0.1",
+                  "causal self-attention, heads=4, head_dim=8", "cross-attention, heads=4"):
+        assert shown in text, shown
+    assert "post-LN: LayerNorm(x + Dropout(Sublayer(x)))" in str(make_model())
+
+
 def test_the_calls_pad_token_id_masks_the_sources(batch):
     """Without an attention_mask, the padding a source mask is inferred from is the call's `pad_token_id`, as
     transformers pads with it; it was the generation config's."""

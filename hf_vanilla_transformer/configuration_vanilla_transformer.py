@@ -156,8 +156,8 @@ class VanillaTransformerConfig(PreTrainedConfig):
             for alias, meant in _BOTH_STACKS.items():
                 if name in alias:
                     raise ValueError(
-                        f"`{name}` is not a VanillaTransformerConfig field: give `encoder_{meant}` and `decoder_{meant}` "
-                        f"(the training script's --{alias[0]} sets both)."
+                        f"`{name}` is not a VanillaTransformerConfig field: give `encoder_{meant}` and "
+                        f"`decoder_{meant}` (the training script's --{alias[0]} sets both)."
                     )
             if close := difflib.get_close_matches(name, fields, n=1, cutoff=0.85):
                 logger.warning("`%s` is not a VanillaTransformerConfig field, and the model does not read it: did you "

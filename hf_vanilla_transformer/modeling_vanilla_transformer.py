@@ -396,7 +396,7 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
         self.layer_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.normalize_before else None
 
     def extra_repr(self) -> str:
-        """The embedding's scale and dropout, and where a pre-LN stack's `layer_norm` (listed before the layers) runs."""
+        """The embedding's scale and dropout, and where a pre-LN stack's `layer_norm` (listed first) runs."""
         after = ", layer_norm after the last layer" if self.layer_norm is not None else ""
         return f"embeddings scaled by {self.embed_scale:g}, dropout={self.dropout}{after}"
 

@@ -27,10 +27,12 @@ CHECKPOINT_COMPLETE = "checkpoint_complete.json"
 RESUMED_ARGUMENTS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon", "optim", "optim_args",
                      "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_steps", "label_smoothing_factor",
                      "max_grad_norm", "seed", "data_seed", "gradient_accumulation_steps", "per_device_train_batch_size",
-                     "max_tokens_per_batch", "bucket_shapes")
+                     "max_tokens_per_batch", "bucket_shapes", "dataloader_drop_last", "train_sampling_strategy")
 """The training arguments a resumed run must keep: the optimizer's settings and the schedule are restored from the
 checkpoint (a changed --learning_rate was ignored while the model card reported it), and the others change the run's
 batches, their order or its loss from the step it resumes at."""
+SENTENCE_BATCH_ARGUMENTS = ("per_device_train_batch_size", "dataloader_drop_last", "train_sampling_strategy")
+"""Those of `RESUMED_ARGUMENTS` that make batches of sentences only: --max_tokens_per_batch replaces them."""
 
 
 def is_complete_checkpoint(folder: str | Path) -> bool:
@@ -125,6 +127,13 @@ def resume_checkpoint(training_args) -> str | None:
                 "was saved by another script (a Seq2SeqTrainer of your own?), or stopped before the marker was "
                 "written. Fine-tune from it with --model_name_or_path into a new --output_dir, or resume from a "
                 "checkpoint of this script."
+            )
+        if not re.fullmatch(r"checkpoint-\d+", folder.name):  # no checkpoint at all: an empty, data or model folder
+            model = " (a saved model: fine-tune it with --model_name_or_path)" if (folder / "config.json").is_file() \
+                else ""
+            raise InputError(
+                f"--resume_from_checkpoint {resume} is not a training checkpoint{model}: give a checkpoint-<step> "
+                "folder of a run, or --resume_from_checkpoint true to pick --output_dir's last complete one."
             )
         raise InputError(
             f"{resume} is incomplete: the run was stopped while writing it. Resume from an earlier checkpoint, or "
@@ -221,9 +230,12 @@ def run_settings(data_args: TranslationDataArguments) -> dict:
     its languages, its training data in words (names, not paths: the data may move) and how much of it is used."""
     data = data_source_description(data_args) or " ".join(
         name for name in (data_args.dataset_name, data_args.dataset_config_name) if name)
-    return {"source_lang": data_args.source_lang, "target_lang": data_args.target_lang, "train_data": data or None,
-            "max_train_samples": data_args.max_train_samples, "max_source_length": data_args.max_source_length,
-            "max_target_length": data_args.max_target_length}
+    settings = {"source_lang": data_args.source_lang, "target_lang": data_args.target_lang, "train_data": data or None,
+                "max_train_samples": data_args.max_train_samples, "max_source_length": data_args.max_source_length,
+                "max_target_length": data_args.max_target_length, "max_length_chars": data_args.max_length_chars}
+    if data_args.builtin_dataset:  # the corpus is made: its size is the data
+        settings["number_words_train_size"] = data_args.number_words_train_size
+    return settings
 
 
 def check_same_run(checkpoint: str, training_args, data_args) -> None:
@@ -251,7 +263,7 @@ def check_same_run(checkpoint: str, training_args, data_args) -> None:
         if name == "optim":  # torch's AdamW, fused (the GPU default) or not, keeps the same state
             saved, given = (value.removesuffix("_fused") if isinstance(value, str) else value
                             for value in (saved, given))
-        if same_value(given, saved) or (name == "per_device_train_batch_size" and batched_by_tokens) \
+        if same_value(given, saved) or (name in SENTENCE_BATCH_ARGUMENTS and batched_by_tokens) \
                 or (name == "bucket_shapes" and not batched_by_tokens):  # the padding alone, not the batches
             continue
         changed.append(f"--{name} {shown(given)} (the run's: {shown(saved)})")

@@ -119,6 +119,15 @@ def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
     _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", str(out / "checkpoint-100")])
     with pytest.raises(ValueError, match="has no checkpoint_complete.json, .* saved by another script"):
         resume_checkpoint(args)
+    # a folder that is no checkpoint at all (empty, of data, a saved model) was called one the run stopped writing
+    model = tmp_path / "model"
+    shutil.copytree(out, model, ignore=shutil.ignore_patterns("checkpoint-*"))
+    (tmp_path / "data").mkdir()
+    for folder, said in ((tmp_path / "data", ""), (model, " (a saved model: fine-tune it with --model_name_or_path)")):
+        _, _, args = parse_arguments(["--output_dir", str(tmp_path / "new"), "--resume_from_checkpoint", str(folder)])
+        with pytest.raises(ValueError) as error:
+            resume_checkpoint(args)
+        assert str(error.value).startswith(f"--resume_from_checkpoint {folder} is not a training checkpoint{said}: ")
 
 
 @pytest.mark.parametrize("flags, said", [
@@ -133,6 +142,8 @@ def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
     (["--seed", "8"], "--seed 8 (the run's: 7)"),  # other batches from the step it resumes at
     (["--per_device_train_batch_size", "8"], "--per_device_train_batch_size 8 (the run's: 16)"),
     (["--label_smoothing_factor", "0.2"], "--label_smoothing_factor 0.2 (the run's: 0.1)"),
+    (["--dataloader_drop_last", "true"], "--dataloader_drop_last true (the run's: false)"),  # other batches, silently
+    (["--train_sampling_strategy", "group_by_length"], "--train_sampling_strategy group_by_length (the run's: random)"),
 ])
 def test_resuming_with_other_training_flags_is_refused(uninterrupted, flags, said):
     """A changed --learning_rate, --weight_decay or Adam beta was ignored on resuming (the Trainer restores them
@@ -224,6 +235,12 @@ def test_resuming_with_the_same_flags_other_languages_or_data(uninterrupted, tmp
     with caplog.at_level("WARNING", logger="hf_vanilla_transformer.checkpoints"):
         check_same_run(checkpoint, training_args, dataclasses.replace(data_args, max_train_samples=100))
     assert "was trained with other data than this run gives: max_train_samples None (now: 100)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.checkpoints"):  # the built-in corpus's size, and
+        # the pairs left out as too long: other data under the same description, which went unnoticed
+        check_same_run(checkpoint, training_args, dataclasses.replace(data_args, number_words_train_size=500,
+                                                                      max_length_chars=20))
+    assert "max_length_chars None (now: 20); number_words_train_size 400 (now: 500)" in caplog.text
     old = tmp_path / "checkpoint-100"
     old.mkdir()
     (old / CHECKPOINT_COMPLETE).write_text(json.dumps({"global_step": 100}))

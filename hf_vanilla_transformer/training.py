@@ -46,6 +46,7 @@ from .checkpoints import (
     checkpoint_step,
     complete_checkpoints,
     holds_weights_only,
+    is_complete_checkpoint,
     last_complete_checkpoint,
     new_folder,
     resume_checkpoint,
@@ -1407,7 +1408,10 @@ def train(trainer, resume_from: str | None) -> dict:
     except KeyboardInterrupt:  # Ctrl-C: say what is kept and how to go on
         close_progress_bar(trainer)
         last = last_complete_checkpoint(trainer.args.output_dir)
-        if last is None:
+        if last is None and (unfinished := run_checkpoints(trainer.args.output_dir)):
+            message = (f"no checkpoint was saved whole yet ({unfinished[-1].name} was being written), so nothing can "
+                       "be resumed: run the same command with --overwrite_output_dir true to start again.")
+        elif last is None:
             message = "no checkpoint was saved yet (--save_strategy, --save_steps say when one is), so nothing is kept."
         elif holds_weights_only(last):
             message = (f"the last complete checkpoint is {last}, weights only (--save_only_model), which cannot be "
@@ -1541,6 +1545,12 @@ def clear_earlier_checkpoints(training_args) -> None:
         )
     if earlier and not training_args.overwrite_output_dir:
         names = ", ".join(c.name for c in earlier[:3]) + (f", ... {earlier[-1].name}" if len(earlier) > 3 else "")
+        if not any(map(is_complete_checkpoint, earlier)):  # a run stopped while writing its first checkpoint
+            raise InputError(
+                f"--output_dir {training_args.output_dir} holds only incomplete checkpoints ({names}) of an earlier run "
+                "stopped while saving, which cannot be resumed: pass --overwrite_output_dir true to delete them and "
+                "start again, or train into a new --output_dir."
+            )
         raise InputError(
             f"--output_dir {training_args.output_dir} holds checkpoints of an earlier run ({names}). Continue that "
             "run with --resume_from_checkpoint true, train into a new --output_dir, or pass --overwrite_output_dir "

@@ -876,10 +876,17 @@ def test_an_earlier_runs_checkpoints_are_refused_or_deleted_never_averaged(tmp_p
     averaging and resuming would take them for this run's. Refused, unless --overwrite_output_dir deletes them."""
     from hf_vanilla_transformer.training import main
 
-    for step in (10, 20, 30):
-        (tmp_path / f"checkpoint-{step}").mkdir()
+    from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE
+
+    (tmp_path / "checkpoint-30").mkdir()  # all a run stopped while writing its first checkpoint leaves
     flags = ["--output_dir", str(tmp_path), "--train_prefix", str(tmp_path / "unused"), "--source_lang", "de",
              "--target_lang", "en"]
+    with pytest.raises(InputError, match=r"holds only incomplete checkpoints \(checkpoint-30\) of an earlier run "
+                                         "stopped while saving, which cannot be resumed: pass --overwrite_output_dir"):
+        main(flags)  # it said to resume it, which then found "no complete checkpoint-*"
+    for step in (10, 20):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).write_text("{}")
     with pytest.raises(InputError, match="holds checkpoints of an earlier run .*checkpoint-10.*--overwrite_output_dir"):
         main(flags)
     main(["--output_dir", str(tmp_path), "--overwrite_output_dir", *FEW_NUMBERS, *TINY, "--max_steps", "2",
@@ -1080,6 +1087,25 @@ def test_a_new_run_over_a_finished_one_leaves_no_earlier_model_beside_its_tokeni
     left = {path.name for path in out.iterdir()}
     assert not left & {"model.safetensors", "config.json", "README.md", "all_results.json", "model_card_inputs.json"}
     assert not any(name.startswith("checkpoint-") for name in left)
+
+
+def test_ctrl_c_while_the_first_checkpoint_is_written_says_nothing_can_be_resumed(tmp_path, monkeypatch):
+    """Ctrl-C while the first checkpoint was written said "no checkpoint was saved yet, so nothing is kept", beside
+    the half-written checkpoint-N that then stopped the same command from starting again."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    out = tmp_path / "run"
+
+    def stopped_while_saving(self, *args, **kwargs):
+        (out / "checkpoint-30").mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "train", stopped_while_saving)
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        main(list(map(str, ["--output_dir", out, *FEW_NUMBERS, *TINY, "--max_steps", "2"])))
+    assert str(interrupted.value) == ("no checkpoint was saved whole yet (checkpoint-30 was being written), so nothing "
+                                      "can be resumed: run the same command with --overwrite_output_dir true to start "
+                                      "again.")
 
 
 def test_validation_and_test_are_each_scored_against_their_own_references(tmp_path, capsys):

@@ -335,6 +335,19 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
 
+    def _get_dataloader(self, dataset, description, batch_size, sampler_fn=None, is_training=False,
+                        dataloader_key=None) -> DataLoader:
+        """The Trainer's, with --dataloader_drop_last for training batches alone: the Trainer drops an evaluation's
+        last batch too, which scored part of the validation set, left translations out of generated_predictions.txt
+        and, for a set smaller than one batch, gave compute_metrics nothing to score."""
+        drop_last = self.args.dataloader_drop_last
+        self.args.dataloader_drop_last = drop_last and is_training
+        try:
+            return super()._get_dataloader(dataset, description, batch_size, sampler_fn=sampler_fn,
+                                           is_training=is_training, dataloader_key=dataloader_key)
+        finally:
+            self.args.dataloader_drop_last = drop_last
+
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
                         metric_key_prefix="eval"):
         """The Trainer's loop, gathering with accelerate's `gather_for_metrics` again, where Seq2SeqTrainer's

@@ -217,3 +217,15 @@ def test_a_token_batch_that_holds_the_whole_training_set_is_warned_about(tmp_pat
         "--max_tokens_per_batch 100000 holds all 24 training pairs in one step: every step is an epoch (with the "
         "evaluation and checkpoint of one, where those are per epoch), and needs the memory of the whole set. Give "
         "fewer tokens a batch."]
+
+
+def test_drop_last_drops_training_batches_only(tmp_path):
+    """--dataloader_drop_last dropped an evaluation's last batch too: part of the validation set went unscored and
+    untranslated (generated_predictions.txt one line short a batch), and a set smaller than one batch was a
+    traceback in compute_metrics."""
+    trainer = trainer_for(tmp_path, tokenized_dataset(24), dataloader_drop_last=True, per_device_train_batch_size=8,
+                          per_device_eval_batch_size=4, max_steps=1)
+    assert sum(len(batch["input_ids"]) for batch in trainer.get_eval_dataloader(tokenized_dataset(5))) == 5
+    assert sum(len(batch["input_ids"]) for batch in trainer.get_test_dataloader(tokenized_dataset(3))) == 3
+    assert all(len(batch["input_ids"]) == 8 for batch in trainer.get_train_dataloader())
+    assert trainer.args.dataloader_drop_last

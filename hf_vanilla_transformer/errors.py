@@ -12,8 +12,11 @@ traceback.
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +92,22 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
             raise
         print(f"\n{name}: interrupted" + (f": {interrupt}" if str(interrupt) else "."), file=sys.stderr)
         sys.exit(INTERRUPTED_STATUS)
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[list[int]]:
+    """Ctrl-C (SIGINT) waits until the block has run: files it writes are written whole (a model card left without
+    the scores beside them). The list yielded holds the signal if one came; the caller says what was done. Only the
+    main thread receives signals: elsewhere the block runs as it is."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def one_line_errors(parser):

@@ -72,7 +72,7 @@ from .distributed import (
     holds_whole_fsdp_weights,
     whole_fsdp_weights_advice,
 )
-from .errors import InputError, first_line, one_line_errors, shown_list, sibling_script
+from .errors import InputError, first_line, interrupts_deferred, one_line_errors, shown_list, sibling_script
 from .hub import (
     check_push_account,
     check_push_target,
@@ -1279,23 +1279,26 @@ def main(argv: list[str] | None = None) -> dict:
         translations, samples_split = decoded_texts(tokenizer, prediction.predictions), split
         if trainer.is_world_process_zero():
             warn_if_all_empty(translations, split)
-    if translations and trainer.is_world_process_zero():
-        path = Path(training_args.output_dir) / "generated_predictions.txt"
-        lines = [""] * len(loaded[samples_split])  # a blank pair's line stays empty: line i translates line i
-        for row, translation in zip(scored_rows[samples_split], translations, strict=True):
-            lines[row] = translation
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        logger.info("Wrote %d %s translations to %s", len(translations), samples_split, path)
-    if training_args.do_train and trainer.is_world_process_zero():
-        trainer.save_state()  # trainer_state.json's log history ends with the final evaluation
-
-    if trainer.is_world_process_zero():
-        output_dir = Path(training_args.output_dir)
-        signatures = signatures if samples_split else None  # of the scores, where there are any
-        if training_args.do_train:  # a model evaluated without training keeps the card it came with
+    signatures = signatures if samples_split else None  # of the scores, where there are any
+    output_dir = Path(training_args.output_dir)
+    with interrupts_deferred() as interrupted:  # Ctrl-C waits for the run's files, each written in a moment
+        if translations and trainer.is_world_process_zero():
+            path = output_dir / "generated_predictions.txt"
+            lines = [""] * len(loaded[samples_split])  # a blank pair's line stays empty: line i translates line i
+            for row, translation in zip(scored_rows[samples_split], translations, strict=True):
+                lines[row] = translation
+            path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            logger.info("Wrote %d %s translations to %s", len(translations), samples_split, path)
+        if training_args.do_train and trainer.is_world_process_zero():
+            trainer.save_state()  # trainer_state.json's log history ends with the final evaluation
+            # the card and curves; a model evaluated without training keeps the card it came with
             save_run_card(trainer, model, model_args, data_args, raw_datasets, all_metrics, signatures,
                           split_sizes=split_sizes)
             logger.info("Wrote the training curves, translation pipeline and model card to %s", output_dir)
+    if interrupted:
+        raise KeyboardInterrupt(f"the run's results are saved in {output_dir}"
+                                + (", not pushed to the Hub" if push_to_hub else "") + ".")
+    if trainer.is_world_process_zero():
         print_samples(raw_datasets.get(samples_split), translations, data_args)
         print_exact_match(all_metrics)
         if signatures:
@@ -1432,18 +1435,24 @@ def train(trainer, resume_from: str | None) -> dict:
     metrics = {**train_result.metrics, "train_samples": len(trainer.train_dataset)}
     if resumed_at is not None:  # the Trainer's train_runtime and train_loss cover the steps after it: the card says so
         metrics["resumed_from_step"] = resumed_at
-    if trainer.args.average_last_checkpoints:
-        metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
-    elif trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
-        metrics["best_model_step"] = checkpoint_step(trainer.state.best_model_checkpoint)  # the model kept
-    if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
-        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
-    trainer.save_model()
-    if trainer.is_world_process_zero():
-        readable_weights(trainer.args.output_dir)
-    trainer.log_metrics("train", metrics)
-    trainer.save_metrics("train", metrics)
-    trainer.save_state()
+    try:
+        if trainer.args.average_last_checkpoints:
+            metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+        elif trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
+            metrics["best_model_step"] = checkpoint_step(trainer.state.best_model_checkpoint)  # the model kept
+        if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
+            trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
+        trainer.save_model()
+        if trainer.is_world_process_zero():
+            readable_weights(trainer.args.output_dir)
+        trainer.log_metrics("train", metrics)
+        trainer.save_metrics("train", metrics)
+        trainer.save_state()
+    except KeyboardInterrupt:  # Ctrl-C while averaging or saving the model: the checkpoints hold the training
+        raise KeyboardInterrupt(
+            "the training is complete and its checkpoints are saved, but the run's model is not: run the same "
+            "command with --resume_from_checkpoint true, which says how to finish it."
+        ) from None
     return metrics
 
 
@@ -1547,9 +1556,9 @@ def clear_earlier_checkpoints(training_args) -> None:
         names = ", ".join(c.name for c in earlier[:3]) + (f", ... {earlier[-1].name}" if len(earlier) > 3 else "")
         if not any(map(is_complete_checkpoint, earlier)):  # a run stopped while writing its first checkpoint
             raise InputError(
-                f"--output_dir {training_args.output_dir} holds only incomplete checkpoints ({names}) of an earlier run "
-                "stopped while saving, which cannot be resumed: pass --overwrite_output_dir true to delete them and "
-                "start again, or train into a new --output_dir."
+                f"--output_dir {training_args.output_dir} holds only incomplete checkpoints ({names}) of an earlier "
+                "run stopped while saving, which cannot be resumed: pass --overwrite_output_dir true to delete them "
+                "and start again, or train into a new --output_dir."
             )
         raise InputError(
             f"--output_dir {training_args.output_dir} holds checkpoints of an earlier run ({names}). Continue that "

@@ -372,3 +372,45 @@ def test_ctrl_c_while_scoring_the_trained_model_says_it_is_saved(tmp_path, monke
                             "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32",
                             "--max_steps", "1", "--save_strategy", "no", "--eval_strategy", "no",
                             "--average_last_checkpoints", "0", "--disable_tqdm", "true", "--overwrite_output_dir"])))
+
+
+TINY_RUN = ["--number_words_train_size", "32", "--number_words_eval_size", "4", "--d_model", "16", "--layers", "1",
+            "--attention_heads", "2", "--ffn_dim", "32", "--max_steps", "2", "--save_strategy", "steps",
+            "--save_steps", "1", "--eval_strategy", "no", "--average_last_checkpoints", "2", "--disable_tqdm", "true"]
+
+
+def test_ctrl_c_after_the_training_says_what_is_saved_and_how_to_finish(tmp_path, monkeypatch):
+    """Ctrl-C while averaging the last checkpoints (or saving the model), and while the card was written after the
+    scoring, said "interrupted." alone; in the second case the card was left without the scores beside it."""
+    import signal
+
+    from hf_vanilla_transformer import training
+
+    out = tmp_path / "run"
+    averaging = training.average_last_checkpoints
+
+    def stopped_averaging(trainer):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "average_last_checkpoints", stopped_averaging)
+    with pytest.raises(KeyboardInterrupt, match=re.escape(
+            "the training is complete and its checkpoints are saved, but the run's model is not: run the same "
+            "command with --resume_from_checkpoint true, which says how to finish it.")):
+        main(["--output_dir", str(out), *TINY_RUN])
+    monkeypatch.setattr(training, "average_last_checkpoints", averaging)
+
+    writing = training.save_run_card
+    calls = []
+
+    def ctrl_c_while_writing(*args, **kwargs):  # a real SIGINT, in the second card's writing (the scored one)
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return writing(*args, **kwargs)
+
+    monkeypatch.setattr(training, "save_run_card", ctrl_c_while_writing)
+    with pytest.raises(KeyboardInterrupt, match=re.escape(f"the run's results are saved in {out}.")):
+        main(["--output_dir", str(out), *TINY_RUN, "--overwrite_output_dir", "true"])
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "| Split | BLEU | chrF | Sentences |" in card  # written whole, with the scores (none before the scoring)
+    assert (out / "generated_predictions.txt").is_file()

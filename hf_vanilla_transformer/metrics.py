@@ -125,8 +125,6 @@ def compute_translation_metrics(
     `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
     """
     check_sentence_lists(predictions, references)
-    if len(predictions) != len(references):
-        raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
     if not predictions:
         raise ValueError("No predictions to score: give at least one translation and its reference.")
     reference_streams = _reference_streams(references)
@@ -141,11 +139,16 @@ def _metrics(bleu_tokenize: str, **bleu_options) -> dict:
 
 
 def check_sentence_lists(predictions, references) -> None:
-    """TypeError for one string given as predictions or references: a string is a sequence too, which sacrebleu
-    (and `evaluate`) would take for a sentence a character."""
+    """TypeError for predictions or references that are no list: one string (a sequence too, which sacrebleu and
+    `evaluate` would take for a sentence a character), or None; ValueError for lists that do not pair up (`evaluate`
+    failed with an IndexError where one was empty)."""
     for name, value in (("predictions", predictions), ("references", references)):
         if isinstance(value, str):
             raise TypeError(f"{name} must be a list of strings, one per sentence, got one string: [{value!r}].")
+        if value is None:
+            raise TypeError(f"{name} must be a list of strings, one per sentence, got None.")
+    if len(predictions) != len(references):
+        raise ValueError(f"Got {len(predictions)} predictions but {len(references)} references; they must pair up.")
 
 
 def sacrebleu_signatures(references_per_sentence: int = 1, *, bleu_tokenize: str = "13a") -> dict[str, str]:

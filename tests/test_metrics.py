@@ -270,6 +270,15 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     assert effective == pytest.approx(sacrebleu.sentence_bleu("a dog", ["a dog runs"]).score)  # its default: True
     with pytest.raises(ValueError, match="one setting"):
         metric.compute(predictions=CHINESE, references=CHINESE, tokenize="zh", bleu_tokenize="13a")
+    # one list empty, None, a tokenizer's name misspelt: evaluate's IndexError and TypeError, sacrebleu's KeyError
+    with pytest.raises(ValueError, match="Got 0 predictions but 3 references; they must pair up"):
+        metric.compute(predictions=[], references=REFERENCES)
+    with pytest.raises(ValueError, match="Got 3 predictions but 0 references"):
+        metric.compute(predictions=HYPOTHESES, references=[])
+    with pytest.raises(TypeError, match="references must be a list of strings, one per sentence, got None"):
+        metric.compute(predictions=HYPOTHESES, references=None)
+    with pytest.raises(ValueError, match="sacrebleu has no BLEU tokenizer '13A'; choose one of"):
+        metric.compute(predictions=HYPOTHESES, references=REFERENCES, tokenize="13A")
 
 
 def test_metric_module_and_card_template_are_package_data():

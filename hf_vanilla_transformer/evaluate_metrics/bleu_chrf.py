@@ -7,7 +7,7 @@ metric takes them."""
 import datasets
 import evaluate
 
-from hf_vanilla_transformer.metrics import check_sentence_lists, compute_translation_metrics
+from hf_vanilla_transformer.metrics import bleu_tokenizer, check_sentence_lists, compute_translation_metrics
 
 _DESCRIPTION = "Corpus BLEU and chrF (sacrebleu defaults) of detokenized translations against references."
 _KWARGS_DESCRIPTION = """
@@ -46,9 +46,10 @@ class BleuChrf(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs) -> dict:
         """`evaluate.Metric.compute`, with the errors of `compute_translation_metrics` for inputs `evaluate` would
         fail on inside (an empty list: IndexError) or take apart (one string: a sentence a character)."""
-        check_sentence_lists(predictions, references)
-        if predictions is not None and references is not None and not len(predictions) and not len(references):
-            raise ValueError("No predictions to score: give at least one translation and its reference.")
+        if predictions is not None or references is not None:  # both None: those of add_batch
+            check_sentence_lists(predictions, references)
+            if not len(predictions):
+                raise ValueError("No predictions to score: give at least one translation and its reference.")
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions, references, bleu_tokenize: str | None = None, tokenize: str | None = None,
@@ -58,6 +59,6 @@ class BleuChrf(evaluate.Metric):
             bleu_options["effective_order"] = bleu_options.pop("use_effective_order")
         if bleu_tokenize is not None and tokenize is not None and bleu_tokenize != tokenize:
             raise ValueError(f"bleu_tokenize={bleu_tokenize!r} and tokenize={tokenize!r} are one setting: give one.")
-        tokenization = bleu_tokenize or tokenize or "13a"
+        tokenization = bleu_tokenizer(tokenize=bleu_tokenize or tokenize or "13a")  # sacrebleu's KeyError otherwise
         scores = compute_translation_metrics(predictions, references, bleu_tokenize=tokenization, **bleu_options)
         return {**scores, "score": scores["bleu"]}

@@ -432,7 +432,8 @@ def read_json(path: Path, what: str | None = None, optional: bool = False) -> di
 def _results(metrics: Mapping[str, float], eval_split: str,
              split_sizes: Mapping[str, tuple[int, int]] | None = None) -> list[dict]:
     """One row per split with a BLEU or chrF score: split, bleu, chrf, samples (formatted; of how many pairs, for a
-    split cut to its first pairs), cut ((pairs kept, pairs in the split) for such a split, else None)."""
+    split cut to its first pairs), cut ((pairs kept, pairs in the split) for such a split, else None), blank (the
+    pairs with a blank side, left out of the scores)."""
     rows = []
     for split, prefixes in _SPLITS:
         for prefix in prefixes:
@@ -445,6 +446,7 @@ def _results(metrics: Mapping[str, float], eval_split: str,
                 "bleu_value": bleu, "chrf_value": chrf,
                 "samples": _pairs(metrics.get(f"{prefix}samples"), (split_sizes or {}).get(split)),
                 "cut": (split_sizes or {}).get(split),
+                "blank": int(metrics.get(f"{prefix}blank_pairs") or 0),
             })
             break
     return rows

@@ -1267,6 +1267,8 @@ def main(argv: list[str] | None = None) -> dict:
                 raise
             raise KeyboardInterrupt(not_scored(training_args.output_dir)) from None
         metrics = {**prediction.metrics, f"{prefix}_samples": len(tokenized[split])}
+        if blank := len(loaded[split]) - len(scored_rows[split]):  # pairs with a blank side: not translated, not scored
+            metrics[f"{prefix}_blank_pairs"] = blank
         if prefix == "eval" and training_args.do_train:
             warn_if_averaging_scored_less(trainer.state.log_history, metrics, all_metrics.get("averaged_checkpoints"))
             trainer.log(metrics)  # the final point of the training curves

@@ -181,6 +181,16 @@ def test_a_warmup_given_as_a_fraction_is_listed_as_one(model_dir, tmp_path):
     assert "| Warmup steps | 5% of the training steps |" in text
 
 
+def test_pairs_left_out_of_the_scores_as_blank_are_counted(model_dir):
+    """A test pair with a blank source but a reference is neither translated nor scored: sacrebleu over the files
+    counts it as an empty translation, and the card gave the scored pairs' count alone."""
+    metrics = {**METRICS, "eval_blank_pairs": 1, "test_blank_pairs": 4}
+    text = create_model_card(model_dir, source_lang="de", target_lang="en", metrics=metrics).text
+    assert "1 validation pair has a blank source or reference: left out of the scores, not translated." in text
+    assert "4 test pairs have a blank source or reference: left out of the scores, not translated." in text
+    assert "blank source" not in create_model_card(model_dir, source_lang="de", target_lang="en", metrics=METRICS).text
+
+
 ADAM_ROWS = {"Adam beta1": "0.9", "Adam beta2": "0.98", "Adam epsilon": "1e-09"}
 
 

@@ -344,7 +344,7 @@ def test_evaluation_files_are_translated_line_for_line_as_translate_py_reads_the
     assert lines[3] == translator("Zwei Kinder spielen im Park.")[0]["translation_text"]
     results = json.loads((tmp_path / "scored" / "all_results.json").read_text())
     scored = [0, 2, 3, 5, 6]
-    assert results["predict_samples"] == len(scored)
+    assert results["predict_samples"] == len(scored) and results["predict_blank_pairs"] == 3  # said on the card
     expected = sacrebleu.corpus_bleu([lines[row] for row in scored], [[references[row] for row in scored]]).score
     assert results["predict_bleu"] == pytest.approx(expected)
 

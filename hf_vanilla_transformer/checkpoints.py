@@ -32,7 +32,8 @@ RESUMED_ARGUMENTS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2"
 checkpoint (a changed --learning_rate was ignored while the model card reported it), and the others change the run's
 batches, their order or its loss from the step it resumes at."""
 SENTENCE_BATCH_ARGUMENTS = ("per_device_train_batch_size", "dataloader_drop_last", "train_sampling_strategy")
-"""Those of `RESUMED_ARGUMENTS` that make batches of sentences only: --max_tokens_per_batch replaces them."""
+"""Those of `RESUMED_ARGUMENTS` that make batches of sentences only: --max_tokens_per_batch replaces them (the
+training script warns that they have no effect beside it)."""
 
 
 def is_complete_checkpoint(folder: str | Path) -> bool:

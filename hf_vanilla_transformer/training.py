@@ -42,6 +42,7 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 from .batching import BucketPaddingCollator
 from .checkpoint_averaging import load_averaged_weights
 from .checkpoints import (
+    SENTENCE_BATCH_ARGUMENTS,
     check_resumable,
     checkpoint_step,
     complete_checkpoints,
@@ -326,7 +327,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         )
     check_best_model_flags(training_args, data_args)
     for name, why in IGNORED_FLAGS.items():
-        if name in given and (name not in IGNORED_WITH_TOKEN_BATCHES or training_args.max_tokens_per_batch):
+        if name in given and (name not in SENTENCE_BATCH_ARGUMENTS or training_args.max_tokens_per_batch):
             logger.warning("--%s has no effect here: %s", name, why)
     return model_args, data_args, training_args
 
@@ -343,9 +344,8 @@ IGNORED_FLAGS = {
     "per_device_train_batch_size": "--max_tokens_per_batch fills each batch with sentences up to its token count",
     "dataloader_drop_last": "--max_tokens_per_batch keeps every batch, each a whole one by its token count",
 }
-"""Trainer flags that this script's run does not use, with the reason a warning gives."""
-IGNORED_WITH_TOKEN_BATCHES = {"train_sampling_strategy", "per_device_train_batch_size", "dataloader_drop_last"}
-"""Those of `IGNORED_FLAGS` ignored only with `--max_tokens_per_batch`."""
+"""Trainer flags that this script's run does not use, with the reason a warning gives; those that make batches of
+sentences (`SENTENCE_BATCH_ARGUMENTS`) only beside --max_tokens_per_batch."""
 
 
 def best_model_defaults(argv: list[str], defaults: dict[str, str]) -> dict[str, str]:

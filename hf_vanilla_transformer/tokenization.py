@@ -12,6 +12,7 @@ import json
 import logging
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def train_bpe_tokenizer(
     (a `tokenizers` one) changes text before it is learnt from and encoded, e.g. the built-in corpus' lower-casing:
     text it changes no longer decodes back to itself.
     """
-    if isinstance(texts, (str, bytes)):  # iterated, a file name or a corpus in one string is its characters
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):  # a string iterates as its characters
         raise TypeError(
             "train_bpe_tokenizer takes the sentences, an iterable of strings (a list, a generator over a file's "
             f"lines), got one {type(texts).__name__}: {str(texts)[:60]!r}."
@@ -66,7 +67,11 @@ def train_bpe_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    backend.train_from_iterator(texts, trainer=trainer)
+    counts = Counter()
+    backend.train_from_iterator(_checked_sentences(texts, counts), trainer=trainer)
+    if not counts["with_text"]:
+        given = f"all {counts['sentences']} sentences are empty" if counts["sentences"] else "no sentences"
+        raise ValueError(f"train_bpe_tokenizer was given no text to learn from: {given}.")
     eos_id = backend.token_to_id(EOS_TOKEN)
     backend.post_processor = processors.TemplateProcessing(
         single=f"$A {EOS_TOKEN}", pair=f"$A {EOS_TOKEN} $B {EOS_TOKEN}", special_tokens=[(EOS_TOKEN, eos_id)]
@@ -81,6 +86,19 @@ def train_bpe_tokenizer(
         split_special_tokens=True,  # "</s>" or "<pad>" in a sentence is text, not an end or padding (saved with it)
         **optional,
     )
+
+
+def _checked_sentences(texts: Iterable[str], counts: Counter) -> Iterator[str]:
+    """`texts`, each checked to be a string (the tokenizers library's TypeError names neither the item nor where it
+    is), counted in `counts` ("sentences", "with_text")."""
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            described = "None" if text is None else f"{type(text).__name__} {text!r:.60}"
+            advice = " (decode bytes first: text.decode('utf-8'))" if isinstance(text, bytes) else ""
+            raise TypeError(f"train_bpe_tokenizer takes strings, got {described} as sentence {index}{advice}.")
+        counts["sentences"] += 1
+        counts["with_text"] += bool(text.strip())
+        yield text
 
 
 def translation_texts(dataset, source_lang: str, target_lang: str, batch_size: int = 1000) -> Iterator[str]:

@@ -135,6 +135,14 @@ def test_a_saved_model_folder_loads_its_tokenizer_without_the_package_prompt_or_
     (["a b c"] * 3, 100, {}, ValueError, "vocab_size must be an integer of at least 260"),  # silently 260
     (["a b c"] * 3, -5, {}, ValueError, "at least 260"),  # OverflowError inside tokenizers
     (["a b c"] * 3, 300, {"min_frequency": -1}, ValueError, "min_frequency must be an integer >= 0"),
+    (None, 300, {}, TypeError, "an iterable of strings.*got one NoneType"),
+    # items that are not strings: the tokenizers library's TypeError named neither the item nor its place
+    (["a b", None], 300, {}, TypeError, r"takes strings, got None as sentence 1\.$"),
+    (["a b", b"c d"], 300, {}, TypeError, r"got bytes b'c d' as sentence 1 \(decode bytes first"),
+    ([1, 2], 300, {}, TypeError, "got int 1 as sentence 0"),
+    # nothing to learn from: a tokenizer of the bytes alone, without a word
+    (iter([]), 300, {}, ValueError, "given no text to learn from: no sentences"),
+    (["", " \n"], 300, {}, ValueError, "given no text to learn from: all 2 sentences are empty"),
 ])
 def test_train_bpe_tokenizer_refuses_what_it_would_train_wrongly_on(texts, vocab_size, options, error, message):
     with pytest.raises(error, match=message):

@@ -8,7 +8,9 @@ training script checks its data where it makes it. Under torch.compile the value
 """
 
 import torch
-from transformers.utils import is_torchdynamo_compiling
+from transformers.utils import is_torchdynamo_compiling, logging
+
+logger = logging.get_logger(__name__)
 
 
 def on_host(tensor: torch.Tensor) -> bool:
@@ -88,6 +90,28 @@ def check_labels(labels: torch.Tensor, vocab_size: int) -> None:
         raise ValueError(
             f"`labels` must be token ids in [0, {vocab_size - 1}] or -100 (ignored); got values {bad[:5].tolist()}: "
             f"{hint}."
+        )
+
+
+def warn_if_labels_never_end(labels: torch.Tensor, eos_token_id, pad_token_id) -> None:
+    """A warning (once) where no row of labels ends with the end token: a model trained on them never learns to
+    stop, and translates to the length limit. A bare `tokenizers` BPE appends none; transformers' translation
+    tokenizers (Marian's, this package's `train_bpe_tokenizer`) do. Read on the CPU only (the collator's labels)."""
+    if eos_token_id is None or not on_host(labels) or labels.numel() == 0 or is_torchdynamo_compiling():
+        return
+    real = (labels != -100) & (labels != pad_token_id)
+    last = torch.where(real, torch.arange(labels.shape[1]), -1).amax(dim=1)  # each row's last real label
+    rows = last >= 0
+    if not rows.any():
+        return
+    ends = labels[rows, last[rows]]
+    if not torch.isin(ends, torch.tensor(eos_token_id).flatten()).any():
+        logger.warning_once(
+            f"No row of `labels` ends with the end token (eos_token_id {eos_token_id}): a model trained on them "
+            "never learns to stop, and translates until the length limit. Make the tokenizer append it to the "
+            "targets (transformers' translation tokenizers and `hf_vanilla_transformer.tokenization."
+            "train_bpe_tokenizer` do; a bare `tokenizers` BPE needs a post-processor, `TemplateProcessing(single="
+            "\"$A </s>\", ...)`)."
         )
 
 

@@ -48,6 +48,7 @@ from .input_checks import (
     check_one_target_per_source,
     check_token_ids,
     may_skip_mask,
+    warn_if_labels_never_end,
 )
 from .packed_linear import PrepackedLinear, forget_weights_edited_before_new_input
 
@@ -715,7 +716,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             return super().save_pretrained(*args, **kwargs)
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
-        """Used by DataCollatorForSeq2Seq so that the Trainer's label smoother gets decoder inputs."""
+        """Used by DataCollatorForSeq2Seq so that the Trainer's label smoother gets decoder inputs; warns where the
+        labels teach no end of sentence."""
+        warn_if_labels_never_end(labels, self.config.eos_token_id, self.config.pad_token_id)
         return shift_tokens_right(labels, self.config.pad_token_id, self.config.decoder_start_token_id)
 
     @can_return_tuple

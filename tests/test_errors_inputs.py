@@ -89,3 +89,39 @@ def test_valid_inputs_still_run(model):
     out = model(input_ids=IDS, attention_mask=MASK, labels=TARGET.masked_fill(TARGET == 0, -100))
     assert torch.isfinite(out.loss)
     model(input_ids=IDS.int(), attention_mask=MASK.bool(), decoder_input_ids=TARGET)  # int32 ids and bool masks
+
+
+def bare_bpe_tokenizer(append_eos: bool):
+    """A byte-level BPE as a `tokenizers` user trains one: it appends no end token, unless given a post-processor."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = ByteLevelBPETokenizer()
+    backend.train_from_iterator(["Ein Hund läuft.", "A dog runs."] * 20, vocab_size=280,
+                                special_tokens=["<pad>", "<s>", "</s>", "<unk>"])
+    if append_eos:
+        backend.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>")
+
+
+@pytest.mark.parametrize("append_eos", [False, True])
+def test_labels_without_the_end_token_are_warned_about(append_eos, caplog):
+    """A tokenizer that appends no </s> trained a model that never stops, without a word from the model, the collator
+    or the Trainer; the collator's call (and a forward given labels) warns now."""
+    from transformers import DataCollatorForSeq2Seq
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.get_logger("x").warning_once.cache_clear()  # the warning is logged once per process
+    tokenizer = bare_bpe_tokenizer(append_eos)
+    model = VanillaTransformerForConditionalGeneration(tiny_config(vocab_size=len(tokenizer)))
+    rows = [tokenizer("A dog runs.", text_target="Ein Hund läuft."), tokenizer("A dog.", text_target="Ein Hund.")]
+    with caplog.at_level("WARNING"):
+        batch = DataCollatorForSeq2Seq(tokenizer, model=model)(rows)
+        model(**batch)
+    warned = [record.getMessage() for record in caplog.records if "ends with the end token" in record.getMessage()]
+    assert warned == ([] if append_eos else [
+        'No row of `labels` ends with the end token (eos_token_id 2): a model trained on them never learns to stop, '
+        "and translates until the length limit. Make the tokenizer append it to the targets (transformers' "
+        "translation tokenizers and `hf_vanilla_transformer.tokenization.train_bpe_tokenizer` do; a bare "
+        '`tokenizers` BPE needs a post-processor, `TemplateProcessing(single="$A </s>", ...)`).'])

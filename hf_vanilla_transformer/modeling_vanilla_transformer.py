@@ -347,6 +347,17 @@ class VanillaTransformerPreTrainedModel(PreTrainedModel):
                 "script's --resume_from_checkpoint true picks the last complete one)."
             ) from error
 
+    def _check_and_adjust_attn_implementation(self, attn_implementation, *args, **kwargs):
+        """transformers' check, with the reason flash attention is refused (its own message points at a Hub page
+        made of the local folder's path)."""
+        if isinstance(attn_implementation, str) and "flash" in attn_implementation:
+            raise ValueError(
+                f'{type(self).__name__} does not run attn_implementation="{attn_implementation}": transformers\' '
+                "flash path unpads the queries by the source's padding mask, which drops cross-attention's target rows "
+                'where a source is padded. Use "sdpa" (the default), "eager" or "flex_attention".'
+            )
+        return super()._check_and_adjust_attn_implementation(attn_implementation, *args, **kwargs)
+
     @property
     def dummy_inputs(self) -> dict[str, torch.Tensor]:
         """A padded batch of two sources with their decoder inputs, so that `model(**model.dummy_inputs)` runs, as

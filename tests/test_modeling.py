@@ -241,11 +241,24 @@ def test_eager_and_sdpa_agree(batch):
     torch.testing.assert_close(eager(**batch).logits, sdpa(**batch).logits, atol=1e-5, rtol=1e-5)
 
 
-def test_flash_attention_is_refused_by_name():
+@pytest.mark.parametrize("name", ["flash_attention_2", "flash_attention_3", "kernels-community/flash-attn2"])
+def test_flash_attention_is_refused_with_the_reason(name, tmp_path):
     """transformers' flash attention unpads the queries by the key mask: in cross-attention, a padded source drops
-    target rows (in training, and every beam but the first of a grouped beam search), without an error."""
-    with pytest.raises(ValueError, match="does not support Flash Attention 2"):
-        VanillaTransformerForConditionalGeneration._from_config(tiny_config(), attn_implementation="flash_attention_2")
+    target rows (in training, and every beam but the first of a grouped beam search), without an error. transformers'
+    own refusal asked to "request support" on a Hub page made of the local folder's path."""
+    reason = (f'does not run attn_implementation="{name}": transformers\' flash path unpads the queries by the '
+              "source's padding mask, which drops cross-attention's target rows where a source is padded. Use "
+              '"sdpa" (the default), "eager" or "flex_attention".')
+    model = make_model()
+    model.save_pretrained(tmp_path)
+    new = VanillaTransformerForConditionalGeneration._from_config
+    for make in (lambda: new(tiny_config(), attn_implementation=name),
+                 lambda: AutoModelForSeq2SeqLM.from_pretrained(tmp_path, attn_implementation=name),
+                 lambda: model.set_attn_implementation(name)):
+        with pytest.raises(ValueError) as error:
+            make()
+        assert str(error.value).endswith(reason) and "huggingface.co" not in str(error.value)
+    assert model.config._attn_implementation == "sdpa"
 
 
 @pytest.mark.parametrize("attn_implementation", ["eager", "sdpa"])

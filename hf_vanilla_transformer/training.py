@@ -310,6 +310,15 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
                 "--learning_rate with it, or some warmup steps."
             )
         training_args.learning_rate = d_model**-0.5 * warmup**-0.5
+        if training_args.do_train and not training_args.max_tokens_per_batch \
+                and "per_device_train_batch_size" not in given:
+            logger.warning(
+                "A new model trained in batches of %d sentences (the Trainer's --per_device_train_batch_size) at the "
+                "paper's peak learning rate (%.2g), which the paper used with batches of ~25,000 tokens: pass "
+                "--max_tokens_per_batch (e.g. 4096 a device, as the README's recipes do), or a "
+                "--per_device_train_batch_size or --learning_rate of your own.",
+                training_args.per_device_train_batch_size, training_args.learning_rate,
+            )
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
     check_averaging(training_args, keep_limit="save_total_limit" in given)

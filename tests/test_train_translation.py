@@ -514,6 +514,29 @@ def test_a_fine_tuning_without_a_learning_rate_gets_the_trainers_not_the_papers(
     assert "give fewer --warmup_steps and a --learning_rate: the default peak" in caplog.text
 
 
+def test_a_new_model_in_small_sentence_batches_at_the_papers_rate_is_warned_about(tmp_path, caplog):
+    """A corpus of files with the defaults trained in the Trainer's batches of 8 sentences at the paper's peak rate,
+    which is for batches of ~25,000 tokens, without a word: the README's recipes pass --max_tokens_per_batch."""
+    own_data = ["--output_dir", str(tmp_path / "run"), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de"]
+    expected = ("A new model trained in batches of 8 sentences (the Trainer's --per_device_train_batch_size) at the "
+                "paper's peak learning rate (0.0007), which the paper used with batches of ~25,000 tokens: pass "
+                "--max_tokens_per_batch (e.g. 4096 a device, as the README's recipes do), or a "
+                "--per_device_train_batch_size or --learning_rate of your own.")
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        parse_arguments(own_data)
+    assert [record.getMessage() for record in caplog.records] == [expected]
+    for chosen in (["--max_tokens_per_batch", "4096"], ["--per_device_train_batch_size", "64"],
+                   ["--learning_rate", "1e-4"], ["--model_name_or_path", str(make_tiny_model_dir(tmp_path / "m"))]):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+            parse_arguments([*own_data, *chosen])
+        assert "batches of ~25,000 tokens" not in caplog.text, chosen
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        parse_arguments(["--output_dir", str(tmp_path / "builtin")])  # the built-in run's own batch and rate
+    assert "batches of ~25,000 tokens" not in caplog.text
+
+
 def test_a_warmup_fraction_gives_the_default_rate_of_its_steps(tmp_path):
     """transformers 5 reads --warmup_steps below 1 as a fraction of the training steps: the paper's default rate
     took 0.1 for 1 step (63 times too high a rate for the base model with --warmup_steps 0.04 over 100k steps)."""

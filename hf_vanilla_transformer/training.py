@@ -24,6 +24,7 @@ import datasets
 import torch
 import transformers
 from accelerate.utils import broadcast_object_list
+from tokenizers import Tokenizer
 from transformers import (
     AutoConfig,
     AutoModelForSeq2SeqLM,
@@ -830,6 +831,11 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
                 "--d_model, change either)."
             )
         return
+    if model_args.tokenizer_name and "vocab_size" in given:
+        raise InputError(
+            f"--vocab_size sizes a tokenizer trained on the data, but --tokenizer_name {model_args.tokenizer_name} "
+            "gives one, whose size is the model's vocabulary: leave out one of them."
+        )
     vocab_size = VanillaTransformerConfig().vocab_size if model_args.tokenizer_name else model_args.vocab_size
     try:
         model_config(model_args, data_args, vocab_size)
@@ -1095,6 +1101,8 @@ def load_or_build_model(model_args, data_args, tokenizer):
                 "is not the tokenizer the model learned, whose ids would mean other words. Leave --tokenizer_name "
                 "out to use the model's own."
             )
+        if model_args.tokenizer_name:
+            check_the_models_own_tokenizer(tokenizer, model_args)
         return this_packages_model(model, model_args.model_name_or_path, model_args.attn_implementation)
     ids = special_token_ids(tokenizer)
     if model_args.config_name:
@@ -1105,6 +1113,28 @@ def load_or_build_model(model_args, data_args, tokenizer):
         model = AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
         return this_packages_model(model, model_args.config_name, model_args.attn_implementation)
     return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
+
+
+def check_the_models_own_tokenizer(tokenizer, model_args) -> None:
+    """--tokenizer_name beside a model folder that holds its own tokenizer (tokenizer.json) gives each token the id
+    the model learned it by: tokens added at the end are fine, another vocabulary of the same size is not (its ids
+    would mean other words, and the size check passes it)."""
+    own_file = Path(model_location(model_args.model_name_or_path)) / "tokenizer.json"
+    if not own_file.is_file():
+        return
+    own = Tokenizer.from_file(str(own_file)).get_vocab(with_added_tokens=True)
+    given = tokenizer.get_vocab()
+    moved = [token for token, index in own.items() if given.get(token, index) != index]
+    missing = [token for token in own if token not in given]
+    if moved or missing:
+        example = (f"{moved[0]!r} is {given[moved[0]]} there and {own[moved[0]]} in the model's" if moved
+                   else f"{missing[0]!r} is missing from it")
+        raise InputError(
+            f"--tokenizer_name {model_args.tokenizer_name} is not the tokenizer the model "
+            f"{model_args.model_name_or_path} learned: {len(moved) + len(missing)} of its {len(own)} tokens have "
+            f"another id or none ({example}), so the ids would mean other words. Leave --tokenizer_name out to use "
+            "the model's own."
+        )
 
 
 def this_packages_model(model, name: str, attn_implementation: str | None):

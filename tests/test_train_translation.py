@@ -788,11 +788,17 @@ def test_the_readme_training_commands_parse(tmp_path, builtin_run):
 
 def test_tokenizer_name_reuses_a_tokenizer(builtin_run, tmp_path, capsys):
     out, _ = builtin_run
-    run_main("--output_dir", tmp_path, "--tokenizer_name", out, *FEW_NUMBERS, *TINY, "--vocab_size", "999",
+    run_main("--output_dir", tmp_path, "--tokenizer_name", out, *FEW_NUMBERS, *TINY[:-2],  # its size is the vocabulary
              "--max_steps", "1", "--per_device_train_batch_size", "8", capsys=capsys)
     given, saved = AutoTokenizer.from_pretrained(out), AutoTokenizer.from_pretrained(tmp_path)
-    assert saved.get_vocab() == given.get_vocab() and len(given) != 999  # not a newly trained vocabulary
+    assert saved.get_vocab() == given.get_vocab()  # not a newly trained vocabulary
     assert AutoModelForSeq2SeqLM.from_pretrained(tmp_path).config.vocab_size == len(given)
+    # --vocab_size beside it was ignored without a word; it sizes a tokenizer trained on the data
+    with pytest.raises(InputError, match=rf"--vocab_size sizes a tokenizer trained on the data, but --tokenizer_name "
+                                         rf"{re.escape(str(out))} gives one, whose size is the model's vocabulary: "
+                                         r"leave out one of them\.$"):
+        parse_arguments(["--output_dir", str(tmp_path / "b"), "--tokenizer_name", str(out), *FEW_NUMBERS,
+                         "--vocab_size", "999"])
 
 
 def test_a_smaller_tokenizer_than_the_model_is_refused(builtin_run, tmp_path):
@@ -809,6 +815,35 @@ def test_a_smaller_tokenizer_than_the_model_is_refused(builtin_run, tmp_path):
                                          r"vocabulary of \d+: it is not the tokenizer the model learned"):
         load_or_build_model(model_args, data_args, load_tokenizer(small))
     assert load_or_build_model(model_args, data_args, load_tokenizer(out)).config.vocab_size > 0  # its own: fine
+
+
+def test_another_tokenizer_of_the_models_size_is_refused(tmp_path):
+    """A fine-tuning given another tokenizer of the same size (its ids mean other words) passed the size check:
+    BLEU 12.0 fell to 0.37 and the broken model was saved with the foreign tokenizer, exit 0."""
+    from hf_vanilla_transformer.tokenization import load_tokenizer
+
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    own = load_tokenizer(model_dir)
+    other = tmp_path / "other"
+    words = [f"{word}{n}" for n in range(40) for word in ("ein", "a", "zwei", "two")]
+    train_bpe_tokenizer(words, len(own), min_frequency=1).save_pretrained(other)
+    assert len(load_tokenizer(other)) >= 0.9 * len(own)  # passes the size check
+    extended = tmp_path / "extended"  # tokens added at the end: the model's ids keep their words
+    own.add_tokens(["<new>"])
+    own.save_pretrained(extended)
+    args = ["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model_dir), *FEW_NUMBERS]
+    for tokenizer, refused in ((other, True), (extended, False), (model_dir, False)):
+        model_args, data_args, _ = parse_arguments([*args, "--tokenizer_name", str(tokenizer)])
+        if refused:
+            with pytest.raises(InputError, match=rf"--tokenizer_name {re.escape(str(other))} is not the tokenizer the "
+                                                 rf"model {re.escape(str(model_dir))} learned: \d+ of its \d+ tokens "
+                                                 r"have another id or none \('.*' is (missing from it|\d+ "
+                                                 r"there and \d+ in the model's)\), so the ids would mean other "
+                                                 r"words\. Leave "
+                                                 r"--tokenizer_name out to use the model's own\.$"):
+                load_or_build_model(model_args, data_args, load_tokenizer(tokenizer))
+        else:
+            assert load_or_build_model(model_args, data_args, load_tokenizer(tokenizer)).config.vocab_size > 0
 
 
 # Every German example in README.md with the English it must print after the main job.
@@ -1046,8 +1081,8 @@ def test_a_given_tokenizer_without_the_special_tokens_a_model_needs_is_one_messa
     be in the form ..."; a folder without a tokenizer said to pass --tokenizer_name, the flag the user had passed."""
     plain_tokenizer(pad_token="<pad>", eos_token="</s>").save_pretrained(tmp_path / "nobos")
     with pytest.raises(InputError) as error:
-        run_main("--output_dir", tmp_path / "run", "--tokenizer_name", tmp_path / "nobos", *FEW_NUMBERS, *TINY,
-                 "--max_steps", "1", capsys=capsys)
+        run_main("--output_dir", tmp_path / "run", "--tokenizer_name", tmp_path / "nobos", *FEW_NUMBERS,
+                 *TINY[:-2], "--max_steps", "1", capsys=capsys)
     assert str(error.value).startswith(f"The tokenizer {tmp_path / 'nobos'} has no bos token (bos_token_id)")
     assert str(error.value).endswith(".save_pretrained(\"" + str(tmp_path / "nobos") + "\")` (a token its "
                                      "vocabulary lacks is added to it), and give that folder. Or leave "

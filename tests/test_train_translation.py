@@ -517,7 +517,8 @@ def test_a_fine_tuning_without_a_learning_rate_gets_the_trainers_not_the_papers(
 def test_a_new_model_in_small_sentence_batches_at_the_papers_rate_is_warned_about(tmp_path, caplog):
     """A corpus of files with the defaults trained in the Trainer's batches of 8 sentences at the paper's peak rate,
     which is for batches of ~25,000 tokens, without a word: the README's recipes pass --max_tokens_per_batch."""
-    own_data = ["--output_dir", str(tmp_path / "run"), "--train_prefix", "x", "--source_lang", "en", "--target_lang", "de"]
+    own_data = ["--output_dir", str(tmp_path / "run"), "--train_prefix", "x", "--source_lang", "en",
+                "--target_lang", "de"]
     expected = ("A new model trained in batches of 8 sentences (the Trainer's --per_device_train_batch_size) at the "
                 "paper's peak learning rate (0.0007), which the paper used with batches of ~25,000 tokens: pass "
                 "--max_tokens_per_batch (e.g. 4096 a device, as the README's recipes do), or a "

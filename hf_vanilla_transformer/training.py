@@ -261,6 +261,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         defaults.update(best_model_defaults(argv, defaults))
     default_argv = [token for name, value in defaults.items() if name not in given for token in (f"--{name}", value)]
     parser = one_line_errors(HfArgumentParser((ModelArguments, DataArguments, TokenBatchingSeq2SeqTrainingArguments)))
+    parser.allow_abbrev = False  # every flag has two spellings, so "--lr" or "--vocab" was "ambiguous" between them
     if {"-h", "--help"} & set(argv):
         show_run_defaults_in_help(parser, defaults, builtin=is_builtin_run(given))
     try:
@@ -765,7 +766,8 @@ def _unknown_flags_message(unknown: list[str], parser: HfArgumentParser) -> str:
         flag, _, value = arg.partition("=")
         if not value and index + 1 < len(unknown) and not unknown[index + 1].startswith("--"):
             value = unknown[index + 1]
-        hint = RENAMED_FLAGS.get(flag.lstrip("-").replace("-", "_"), "")
+        name = flag.lstrip("-").replace("-", "_")
+        hint = RENAMED_FLAGS.get(name) or OTHER_TOOLKITS_FLAGS.get(name.lower(), "")
         close = hint.format(value=value or "0.1") or next(  # the value given, where the hint shows one
             iter(difflib.get_close_matches(flag, known, n=1)), None)
         hints.append(f"{flag} (did you mean {close}?)" if close else flag)
@@ -782,6 +784,30 @@ RENAMED_FLAGS = {
     "evaluation_strategy": "--eval_strategy",
 }
 """transformers 4 flags that transformers 5 renamed or removed, and what replaced them."""
+
+OTHER_TOOLKITS_FLAGS = {
+    **dict.fromkeys(("lr",), "--learning_rate"),
+    **dict.fromkeys(("pre_ln", "pre_norm", "prenorm", "pre_layer_norm", "encoder_normalize_before"),
+                    "--normalize_before true"),
+    **dict.fromkeys(("beam", "beam_size", "num_beams", "beam_width"), "--generation_num_beams"),
+    **dict.fromkeys(("batch_size", "bsz", "train_batch_size"),
+                    "--per_device_train_batch_size, or --max_tokens_per_batch for batches by tokens"),
+    **dict.fromkeys(("max_tokens", "batch_tokens", "tokens_per_batch"), "--max_tokens_per_batch"),
+    **dict.fromkeys(("epochs", "num_epochs", "max_epoch", "train_epochs"), "--num_train_epochs"),
+    **dict.fromkeys(("max_update", "train_steps", "num_steps"), "--max_steps"),
+    **dict.fromkeys(("warmup", "warmup_updates", "warmup_iters"), "--warmup_steps"),
+    **dict.fromkeys(("src_lang", "source", "src", "source_language"), "--source_lang"),
+    **dict.fromkeys(("tgt_lang", "target", "tgt", "target_language"), "--target_lang"),
+    **dict.fromkeys(("clip_norm", "clip_grad", "max_norm"), "--max_grad_norm"),
+    **dict.fromkeys(("label_smoothing", "smoothing"), "--label_smoothing_factor"),
+    **dict.fromkeys(("vocab", "bpe_size", "vocab_size_bpe"), "--vocab_size"),
+    **dict.fromkeys(("num_layers", "n_layers", "encoder_layers", "decoder_layers"), "--layers"),
+    **dict.fromkeys(("heads", "num_heads", "n_heads", "nhead", "encoder_attention_heads"), "--attention_heads"),
+    **dict.fromkeys(("d_ff", "dim_feedforward", "encoder_ffn_dim", "ffn_embed_dim"), "--ffn_dim"),
+    **dict.fromkeys(("hidden_size", "embed_dim", "encoder_embed_dim", "model_dim"), "--d_model"),
+}
+"""Names other toolkits (fairseq, OpenNMT, Marian, tensor2tensor) or the paper use for a flag, and this script's
+flag: difflib's nearest spelling pointed `--pre_ln` at --target_lang and `--beam` at --label_names."""
 
 
 DATA_SOURCE_FLAGS = {name for fields in DATA_SOURCES.values() for name in fields}

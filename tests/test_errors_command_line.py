@@ -433,6 +433,27 @@ def test_other_scripts_user_errors(name, make_args, expected, model_dir, tmp_pat
     assert expected in err, err
 
 
+@pytest.mark.parametrize("typed, suggested", [
+    # other toolkits' names: difflib's nearest spelling pointed them at unrelated flags
+    ("--pre_ln", "--normalize_before true"),  # was --target_lang
+    ("--pre-norm", "--normalize_before true"),  # was --max_grad_norm
+    ("--beam", "--generation_num_beams"),  # was --label_names
+    ("--beam_size", "--generation_num_beams"),  # was --vocab_size
+    ("--batch_size", "--per_device_train_batch_size, or --max_tokens_per_batch for batches by tokens"),
+    # abbreviations: argparse called them ambiguous between a flag's two spellings, or between flags
+    ("--lr", "--learning_rate"),
+    ("--vocab", "--vocab_size"),
+    ("--warmup", "--warmup_steps"),
+    ("--warmup_st", "--warmup_steps"),  # was taken as --warmup_steps without a word
+])
+def test_a_flag_known_by_another_name_gets_this_scripts_name(typed, suggested, tmp_path):
+    from hf_vanilla_transformer.training import parse_arguments
+
+    with pytest.raises(InputError) as error:
+        parse_arguments(["--output_dir", str(tmp_path), typed, "1"])
+    assert str(error.value).startswith(f"Unknown arguments: {typed} (did you mean {suggested}?). `python ")
+
+
 def test_a_real_subprocess_shows_one_line(tmp_path):
     command = [sys.executable, str(SCRIPTS / "train_translation.py"), "--output_dir", str(tmp_path), "--lerning_rate",
                "1"]

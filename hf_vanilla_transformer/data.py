@@ -887,12 +887,15 @@ _CSV_QUOTED_FIELD = re.compile(r'"(?:[^"]|"")*""(?:[^"]|"")*"')
 def _quoted_as_csv(path: Path, mtime_ns: int) -> bool:
     """Whether a TSV file quotes its fields as CSV writers do (pandas' `to_csv(sep="\\t")`, Python's csv module,
     `Dataset.to_csv`): a field in quotes with its own quotes doubled, `"He said ""hi""."`. TSV corpora mostly hold
-    quotes as text, which is how the others are read. (`mtime_ns`: the file's, so that a file rewritten is looked
-    at again.)"""
+    quotes as text, which is how the others are read. The whole file is looked at: pandas quotes only the fields
+    that need it, and the first may come late. (`mtime_ns`: the file's, so that a file rewritten is looked at
+    again.)"""
     with io.TextIOWrapper(_open_binary(path), encoding="utf-8-sig", errors="replace", newline="") as text:
-        for _, line in zip(range(10_000), text):
+        for line in text:
+            if '""' not in line:
+                continue
             fields = line.rstrip("\r\n").split("\t")
-            if '""' in line and any(_CSV_QUOTED_FIELD.fullmatch(field) for field in fields):
+            if any(_CSV_QUOTED_FIELD.fullmatch(field) for field in fields):
                 logger.info("%s quotes its fields as CSV does (%s): read so, its quotes taken out and doubled "
                             "quotes made one", path, next(f for f in fields if _CSV_QUOTED_FIELD.fullmatch(f))[:40])
                 return True

@@ -752,6 +752,11 @@ def test_a_tsv_file_that_pandas_or_the_csv_module_wrote_is_read_with_their_quoti
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.tsv"),
                                     cache_dir=str(tmp_path / "cache"))
     assert pairs(load_translation_datasets(args)["train"]) == rows[1:]
+    late = [rows[0]] + [(f"Zeile {n}", f"line {n}") for n in range(12_000)] + rows[1:]  # only the first 10,000 lines
+    with open(tmp_path / "late.tsv", "w", newline="", encoding="utf-8") as file:  # were looked at
+        csv.writer(file, delimiter="\t").writerows(late)
+    args.train_file = str(tmp_path / "late.tsv")
+    assert pairs(load_translation_datasets(args)["train"])[-3:] == rows[1:]
 
 
 def test_a_csv_file_with_pandas_index_column_is_read_without_it(tmp_path):

@@ -623,15 +623,16 @@ def _chosen_sources(args: TranslationDataArguments) -> list[str]:
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache. A folder
-    written by `save_to_disk` is read with `load_from_disk`; a local folder of JSON lines, CSV or TSV files is read
+    written by `save_to_disk` is read into the cache (`_into_cache`); a local folder of JSON lines, CSV or TSV files is read
     as `--train_file` reads them (`_load_folder_files`); a local folder's unreadable file is an InputError."""
     folder = Path(args.dataset_name)
     if (folder / "dataset_dict.json").is_file():
-        return _load_saved_splits(folder)
+        return _load_saved_splits(folder, args.cache_dir)
     if (folder / "state.json").is_file() and (folder / "dataset_info.json").is_file():
         # one Dataset saved with `save_to_disk`: its rows are the train split
         logger.info("%s holds one dataset saved with save_to_disk: it is the train split", folder)
-        return DatasetDict({"train": _from_disk(folder)})
+        with loading_from(folder, "the dataset"):
+            return _into_cache({"train": load_from_disk(str(folder))}, args.cache_dir)
     by_names = folder.is_dir() and not _folder_card_names_its_data(folder)  # splits taken from the file names
     files = _folder_data_files(folder) if by_names else None
     if by_names and files is None:
@@ -788,12 +789,12 @@ def _warn_about_guessed_splits(folder: Path, files: dict[str, list[Path]]) -> No
 _SPLIT_ALIASES = {"valid": "validation", "dev": "validation"}
 
 
-def _load_saved_splits(folder: Path) -> DatasetDict:
+def _load_saved_splits(folder: Path, cache_dir: str | None) -> DatasetDict:
     """A DatasetDict saved with `save_to_disk`, its splits named train, validation and test (`valid` or `dev` taken
     for validation, with a word); InputError for any other name, which `load_dataset` would guess at (`holdout`
     trained on, `eval` made test, `extra` dropped)."""
     with loading_from(folder, "the dataset"):
-        saved = _from_disk(folder)
+        saved = load_from_disk(str(folder))  # memory-mapped, for its split names; read into the cache once named
     names = {name: _SPLIT_ALIASES.get(name, name) for name in saved}
     unknown = [name for name, split in names.items() if split not in SPLITS]
     doubled = [name for name, split in names.items() if split in SPLITS and list(names.values()).count(split) > 1]
@@ -817,19 +818,18 @@ def _load_saved_splits(folder: Path) -> DatasetDict:
     for name, split in names.items():
         if name != split:
             logger.warning(f"{folder}: its split {name!r} is read as the {split} split.")
-    return DatasetDict({names[name]: dataset for name, dataset in saved.items()})
+    with loading_from(folder, "the dataset"):
+        return _into_cache({names[name]: dataset for name, dataset in saved.items()}, cache_dir)
 
 
-def _from_disk(folder: Path) -> Dataset | DatasetDict:
-    """`load_from_disk`, into memory where the folder cannot be written to (a read-only mount, another user's shared
-    folder): `datasets` writes what its filters and maps make beside the files it read, and failed there with an
-    OSError."""
-    folders = [folder, *(path for path in folder.rglob("*") if path.is_dir())]
-    writable = all(os.access(path, os.W_OK) for path in folders)
-    if not writable:
-        logger.info("%s cannot be written to: its data is read into memory, as datasets would otherwise write its "
-                    "processed copies beside it", folder)
-    return load_from_disk(str(folder), keep_in_memory=not writable)
+def _into_cache(saved: dict[str, Dataset], cache_dir: str | None) -> DatasetDict:
+    """Splits `load_from_disk` gave, read again as `load_dataset("arrow")` reads their files: into the cache
+    (`cache_dir`, else datasets'), where the filters and maps that follow write their copies too, as for data files.
+    Loaded from disk, datasets writes its processed copies beside the files it read: new cache-*.arrow files in the
+    user's data folder on each run with other settings (an OSError where it is read-only), which `--dataset_name` on
+    the folder above then took for data."""
+    files = {name: [each["filename"] for each in split.cache_files] for name, split in saved.items()}
+    return load_dataset("arrow", data_files=files, cache_dir=cache_dir)
 
 
 @contextlib.contextmanager

@@ -310,6 +310,10 @@ def test_datasets_saved_with_save_to_disk(tmp_path):
     args.dataset_name = str(tmp_path / "splits")
     loaded = load_translation_datasets(args)
     assert sorted(loaded) == ["train", "validation"] and pairs(loaded["validation"]) == [(GERMAN[0], ENGLISH[0])]
+    loaded["train"].map(lambda row: {"length": len(row["translation"]["de"])})  # as the tokenizing does
+    # the filters and maps wrote cache-*.arrow files into the user's data folder, a new set for each setting
+    assert not list((tmp_path / "one").rglob("cache-*")) and not list((tmp_path / "splits").rglob("cache-*"))
+    assert loaded["train"].cache_files[0]["filename"].startswith(str(tmp_path / "cache"))
 
 
 def save_splits(folder: Path, names) -> str:

@@ -431,16 +431,22 @@ def model_location(name_or_path: str, revision: str | None = None) -> str:
         return str(path)
     if path.exists():
         raise MissingFileError(f"{name_or_path} is a file: give the directory the model was saved to.")
-    parts = name_or_path.split("/")
-    looks_like_repo_id = len(parts) <= 2 and all(parts) and not name_or_path.startswith((".", "~"))
-    if not looks_like_repo_id:
-        raise MissingFileError(f"No model directory at {name_or_path}.")
-    if len(parts) == 2 and Path(parts[0]).expanduser().is_dir():  # runs/nosuch, where runs/ is a folder here
-        raise MissingFileError(
-            f"No model directory at {name_or_path}: the folder {parts[0]} has no {parts[1]} (to load the Hub repo of "
-            f"that id, run from another folder)."
-        )
+    if (why := no_repo_id_either(name_or_path)) is not None:
+        raise MissingFileError(f"No model directory at {name_or_path}{why}.")
     return name_or_path
+
+
+def no_repo_id_either(name_or_path: str | os.PathLike) -> str | None:
+    """For a name that is no folder here: None where it could be a Hub repo id (`name` or `namespace/name`), else
+    why not, to follow "No ... at NAME": "" for a path (`/data/x`, `./x`), or that a folder here lacks it (`runs/x`,
+    where runs/ is a folder here)."""
+    name = str(name_or_path)
+    parts = name.split("/")
+    if len(parts) > 2 or not all(parts) or name.startswith((".", "~")):
+        return ""
+    if len(parts) == 2 and Path(parts[0]).expanduser().is_dir():
+        return f": the folder {parts[0]} has no {parts[1]} (to load the Hub repo of that id, run from another folder)"
+    return None
 
 
 def hub_host() -> str:
@@ -479,6 +485,8 @@ def loading_from(name_or_path: str | os.PathLike, what: str = "a model") -> Iter
     that says why, and, for a name that is no folder here (so transformers took it for a Hub repo id), that both
     were tried; a transformers message of many lines is cut to its first. A name that is no folder here is looked
     for in the local Hub cache only when the Hub cannot be reached (`use_the_cache_if_the_hub_is_unreachable`)."""
+    if not Path(name_or_path).expanduser().exists() and (why := no_repo_id_either(name_or_path)) is not None:
+        raise MissingFileError(f"Cannot load {what} from {name_or_path}{why or ': no such folder'}.")
     use_the_cache_if_the_hub_is_unreachable(name_or_path)
     try:
         yield

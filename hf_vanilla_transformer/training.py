@@ -817,8 +817,9 @@ def model_d_model(model_args: ModelArguments, data_args: DataArguments) -> int:
     """d_model of the model to train, for the paper's peak learning rate d_model^-0.5 * warmup^-0.5."""
     name = model_args.model_name_or_path or model_args.config_name
     if name and not (model_args.config_name and model_args.d_model):
-        with loading_from(name, "a model's config"):
-            return AutoConfig.from_pretrained(_pretrained(name)).d_model
+        location = _pretrained(name)  # "No model directory at ..." for a path that is none
+        with loading_from(location, "a model's config"):
+            return AutoConfig.from_pretrained(location).d_model
     return model_args.d_model or model_sizes(model_args, data_args).get("d_model", VanillaTransformerConfig().d_model)
 
 

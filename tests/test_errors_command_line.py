@@ -209,6 +209,12 @@ def a_tokenizer_neither_here_nor_on_the_hub(tmp):
         "Cannot load a tokenizer from no-such-user/no-such-run: there is no such folder here"]
 
 
+def a_tokenizer_path_that_is_no_folder(tmp):
+    # was "Repo id must be in the form 'repo_name' or 'namespace/repo_name'", after a warning that the Hub was away
+    return ["--tokenizer_name", tmp / "nope", "--number_words_train_size", "20"], [
+        f"Cannot load a tokenizer from {tmp / 'nope'}: no such folder."]
+
+
 def a_reporting_tool_not_installed(tmp):
     from transformers.integrations import get_available_reporting_integrations
 
@@ -294,7 +300,7 @@ OUT_OF_RANGE = [
 
 @pytest.mark.parametrize("make_case", [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
-    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub,
+    a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, a_tokenizer_path_that_is_no_folder,
     a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
     fine_tuning_with_size_flags, a_preset_and_a_config, evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,
     pushing_without_training, output_dir_that_is_a_file, negative_learning_rate, no_eval_batch,
@@ -314,6 +320,16 @@ def test_train_translation_user_errors(make_case, tmp_path, monkeypatch, capsys)
     assert message.startswith("train_translation.py: error: ")
     for text in expected:
         assert text in message, (text, err)
+
+
+def test_a_tokenizer_missing_from_a_folder_here_is_named_so(tmp_path, monkeypatch, capsys):
+    (tmp_path / "runs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "out", "--tokenizer_name", "runs/nope",
+                             "--number_words_train_size", "20", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and err.strip().splitlines()[-1] == (
+        "train_translation.py: error: Cannot load a tokenizer from runs/nope: the folder runs has no nope (to load "
+        "the Hub repo of that id, run from another folder).")
 
 
 def test_own_data_without_languages_is_one_line_that_suggests_them(tmp_path, monkeypatch, capsys):

@@ -1239,7 +1239,11 @@ def _unreadable_file_error(path: Path, builder: str, error: BaseException) -> In
     reason = _first_bad_line(path, builder) or _one_line(cause)  # a damaged .gz raises its own InputError here
     format_name = Path(path.name.removesuffix(".gz")).suffix[1:].upper()
     example = ('one JSON object such as {"translation": {"de": "...", "en": "..."}} a line' if builder == "json"
-               else "a header row naming the columns (e.g. de,en), then one pair a row")
+               else f"a header row naming the columns (e.g. {'de<TAB>en' if format_name == 'TSV' else 'de,en'}), "
+               "then one pair a row")
+    if "corresponds to no data" in reason:  # datasets' words for a file of no rows: a header alone, a list []
+        return InputError(f"{path} holds no sentence pairs ({'a header row alone' if builder == 'csv' else 'no rows'})"
+                          f": it needs {example}.")
     return InputError(f"Cannot read {path} as {format_name} ({reason.removesuffix('.')}): it needs {example}, in "
                       "UTF-8, and a .gz file complete.")
 
@@ -1491,6 +1495,10 @@ def _pairs_with_sources(train: Dataset, sources, source_lang: str, target_lang: 
         yield from zip(pc.take(train_sources, hits).to_pylist(), pc.take(train_targets, hits).to_pylist())
 
 
+_LANGUAGE_COLUMN = re.compile(r"[A-Za-z][\w-]{0,34}")
+"""A column name that could name a language (en, de_DE, english, source): no spaces, no sentence."""
+
+
 def _check_translation_column(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> None:
     """Raise ValueError unless `dataset` has a `translation` column holding both languages."""
     feature = dataset.features.get("translation")
@@ -1507,7 +1515,14 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
     if separator:  # Excel writes CSV so where the comma is the decimal mark
         fix = (f"The file's fields seem separated by {separator!r}, not commas: save it with commas (CSV) or tabs "
                "(.tsv).")
-    elif feature is None and len(columns) >= 2:
+    elif feature is None and len(columns) >= 2 and not all(_LANGUAGE_COLUMN.fullmatch(name) for name in columns[:2]):
+        padded = [name for name in columns if name.strip() != name and _LANGUAGE_COLUMN.fullmatch(name.strip())]
+        fix = (f"Its header names {padded} have spaces around them: write the header without (e.g. "
+               f"{source_lang},{target_lang})." if padded else
+               f"The file seems to have no header row, so its first pair was taken for the column names: add a header "
+               f"row naming the languages' columns ({source_lang}, {target_lang}).")
+    elif feature is None and len(columns) >= 2 and all(dataset.features[name] == Value("string")
+                                                       for name in columns[:2]):
         fix = (f"Name the columns for the languages ({source_lang}, {target_lang}), or give their names: "
                f"--source_lang {columns[0]} --target_lang {columns[1]}.")
     else:

@@ -778,10 +778,24 @@ def test_a_csv_file_with_pandas_index_column_is_read_without_it(tmp_path):
                                 "it with commas (CSV) or tabs (.tsv)."),  # Excel's CSV where the comma is a decimal
     ("source,target\nein Hund,a dog\n", "it has columns ['source', 'target']. Name the columns for the languages (de, "
                                         "en), or give their names: --source_lang source --target_lang target."),
+    # these were told to give their column names as languages: "--source_lang Ein Hund. --target_lang A dog.."
+    ("Ein Hund.,A dog.\nZwei.,Two.\n", "it has columns ['Ein Hund.', 'A dog.']. The file seems to have no header row, "
+                                      "so its first pair was taken for the column names: add a header row naming the "
+                                      "languages' columns (de, en)."),
+    ("de, en\nein Hund, a dog\n", "it has columns ['de', ' en']. Its header names [' en'] have spaces around them: "
+                                  "write the header without (e.g. de,en)."),  # "--target_lang  en" did not match
+    ('{"version": 1, "data": [1, 2]}\n', "it has columns ['version', 'data']. Check --source_lang/--target_lang or "
+                                         "the file's fields."),
+    # a file of no pairs: "Cannot read ... (Instruction "train" corresponds to no data!): it needs a header row"
+    ("de,en\n", "train.csv holds no sentence pairs (a header row alone): it needs a header row naming the columns "
+                "(e.g. de,en), then one pair a row."),
+    ("de\ten\n", "train.tsv holds no sentence pairs (a header row alone): it needs a header row naming the columns "
+                 "(e.g. de<TAB>en), then one pair a row."),
 ])
 def test_csv_columns_that_are_not_the_languages_get_advice_that_fits(tmp_path, text, advice):
-    (tmp_path / "train.csv").write_text(text, encoding="utf-8")
-    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.csv"),
+    name = "train.jsonl" if text.startswith("{") else "train.tsv" if "\t" in text else "train.csv"
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / name),
                                     cache_dir=str(tmp_path / "cache"))
     with pytest.raises(InputError) as error:
         load_translation_datasets(args)

@@ -1026,6 +1026,17 @@ def _plain_text_side_prefix(path: str, languages: tuple[str | None, ...] = ()) -
     return prefix, found
 
 
+def _tab_separated(path: Path, lines: int = 20) -> bool:
+    """Whether the first lines of a text file each hold one tab: pairs, in a file not named .tsv."""
+    try:
+        with io.TextIOWrapper(_open_binary(path), encoding="utf-8", errors="replace") as text:
+            first = [line.rstrip("\r\n") for _, line in zip(range(lines), text)]
+    except (OSError, EOFError):
+        return False
+    first = [line for line in first if line.strip()]
+    return bool(first) and all(line.count("\t") == 1 for line in first)
+
+
 def _plain_text_as_data_file_message(split: str, path: str, args: TranslationDataArguments) -> str:
     """What to say of a `--{split}_file` that is no JSON lines, CSV or TSV file: where it is a side of plain
     parallel text, the `--*_prefix` flags (with the languages) that read it and the other `--*_file`s given alike."""
@@ -1034,6 +1045,10 @@ def _plain_text_as_data_file_message(split: str, path: str, args: TranslationDat
         return (f"{path}: --{split}_file reads JSON lines (.json/.jsonl) or CSV/TSV (.csv/.tsv); Parquet and Arrow "
                 f"files are read from a folder that holds them named for their splits: --dataset_name "
                 f"{_shell(Path(path).parent)} (train{Path(path).suffix}, validation{Path(path).suffix}, ...).")
+    if side is None and _tab_separated(Path(path)):
+        return (f"{path}: --{split}_file reads a file by its name's ending, and this one's lines seem to hold "
+                "tab-separated pairs: name it .tsv, with a header row naming the languages' columns (e.g. "
+                f"{args.source_lang or 'de'}<TAB>{args.target_lang or 'en'}).")
     if side is None:
         return (f"{path}: --{split}_file expects JSON lines (.json/.jsonl) or CSV/TSV with a header row (.csv/.tsv); "
                 f"use --{split}_prefix for plain text, one sentence a line.")

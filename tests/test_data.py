@@ -724,6 +724,18 @@ def test_load_translation_datasets_rejects_plain_text_as_train_file():
         load_translation_datasets(args)
 
 
+def test_tab_separated_pairs_in_a_txt_file_are_told_to_be_named_tsv(tmp_path):
+    """They were told to use --train_prefix for plain text, which would have read each line, tab and all, as one
+    sentence."""
+    (tmp_path / "corpus.txt").write_text("ein Hund\ta dog\nzwei\ttwo\n", encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "corpus.txt"))
+    with pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    assert str(error.value) == (
+        f"{tmp_path / 'corpus.txt'}: --train_file reads a file by its name's ending, and this one's lines seem to hold "
+        "tab-separated pairs: name it .tsv, with a header row naming the languages' columns (e.g. de<TAB>en).")
+
+
 @pytest.mark.parametrize("name, text", [
     ("train.csv", 'de,en\nnull,zero\n42,forty-two\n"Hallo, Welt",hello world\nNA,\n'),
     ("train.tsv.gz", 'de\ten\nnull\tzero\n42\tforty-two\n"Hallo", sagte er\t"Hello," he said\nNA\t\n'),

@@ -623,8 +623,8 @@ def _chosen_sources(args: TranslationDataArguments) -> list[str]:
 
 def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     """`datasets.load_dataset(dataset_name, dataset_config_name)`; needs the network or a warm cache. A folder
-    written by `save_to_disk` is read into the cache (`_into_cache`); a local folder of JSON lines, CSV or TSV files is read
-    as `--train_file` reads them (`_load_folder_files`); a local folder's unreadable file is an InputError."""
+    written by `save_to_disk` is read into the cache (`_into_cache`); a local folder of JSON lines, CSV or TSV files
+    is read as `--train_file` reads them (`_load_folder_files`); a local folder's unreadable file is an InputError."""
     folder = Path(args.dataset_name)
     if (folder / "dataset_dict.json").is_file():
         return _load_saved_splits(folder, args.cache_dir)

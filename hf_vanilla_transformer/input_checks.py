@@ -97,7 +97,8 @@ def warn_if_labels_never_end(labels: torch.Tensor, eos_token_id, pad_token_id) -
     """A warning (once) where no row of labels ends with the end token: a model trained on them never learns to
     stop, and translates to the length limit. A bare `tokenizers` BPE appends none; transformers' translation
     tokenizers (Marian's, this package's `train_bpe_tokenizer`) do. Read on the CPU only (the collator's labels)."""
-    if eos_token_id is None or not on_host(labels) or labels.numel() == 0 or is_torchdynamo_compiling():
+    if eos_token_id is None or not isinstance(labels, torch.Tensor) or not on_host(labels) or labels.numel() == 0 \
+            or is_torchdynamo_compiling():
         return
     real = (labels != -100) & (labels != pad_token_id)
     last = torch.where(real, torch.arange(labels.shape[1]), -1).amax(dim=1)  # each row's last real label

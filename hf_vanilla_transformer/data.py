@@ -652,7 +652,22 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
                 raise InputError(f"Cannot load the dataset from {folder}: {_folder_problem(folder, error)}") from error
     if files is not None:
         _warn_about_guessed_splits(folder, files)
+        _warn_about_plain_text_beside(folder, files, (args.source_lang, args.target_lang))
     return datasets
+
+
+def _warn_about_plain_text_beside(folder: Path, files: dict[str, list[Path]], languages: tuple[str, str]) -> None:
+    """Warn where a folder of data files also holds plain parallel text (`val.de`, `val.en`), which
+    `load_dataset` does not read: a run went on without that split, and without a word."""
+    read = {path.name for paths in files.values() for path in paths}
+    sides = sorted(path.name for path in folder.iterdir() if path.is_file() and path.name not in read
+                   and Path(path.name.removesuffix(".gz")).suffix[1:] in languages)
+    if sides:
+        logger.warning(
+            f"{folder}: the plain text files {', '.join(sides)} are not read: --dataset_name reads a folder's JSON "
+            f"lines, CSV or TSV files ({', '.join(sorted(read))}). Give all the data as plain text (--train_prefix, "
+            "--validation_prefix, --test_prefix), or write those pairs into a file of the others' kind."
+        )
 
 
 def _folder_data_files(folder: Path) -> dict[str, list[Path]] | None:

@@ -357,7 +357,7 @@ def test_a_saved_dataset_dicts_dev_split_is_validation_with_a_word(tmp_path, cap
     assert f"{folder}: its split 'dev' is read as the validation split." in caplog.messages
 
 
-def test_a_saved_dataset_in_a_folder_that_cannot_be_written_to_is_read_into_memory(tmp_path, monkeypatch):
+def test_a_saved_dataset_in_a_folder_that_cannot_be_written_to_is_read_without_writing_there(tmp_path, monkeypatch):
     """`datasets` writes the results of its filters beside the data it read: on a read-only mount the run failed with
     OSError: [Errno 30] Read-only file system (checked by hand with a read-only bind mount; here, os.access says so)."""
     import os
@@ -419,6 +419,22 @@ def test_a_folder_of_data_files_says_how_its_files_became_splits(tmp_path, caplo
         assert len(load_translation_datasets(args)["validation"]) == 2 * len(TRANSLATIONS)
         assert any("as train = train.jsonl; validation = dev.jsonl, valid.jsonl." in message
                    for message in caplog.messages)
+
+
+def test_plain_text_beside_a_folders_data_files_is_said_to_be_left_unread(tmp_path, caplog):
+    """train.jsonl beside val.de and val.en trained without validation, and without a word."""
+    write_jsonl(tmp_path / "data" / "train.jsonl", TRANSLATIONS)
+    (tmp_path / "data" / "val.de").write_text("zwei\n", encoding="utf-8")
+    (tmp_path / "data" / "val.en.gz").write_bytes(gzip.compress(b"two\n"))
+    (tmp_path / "data" / "notes.txt").write_text("not data\n", encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(tmp_path / "data"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        assert list(load_translation_datasets(args)) == ["train"]
+    assert caplog.messages == [
+        f"{tmp_path / 'data'}: the plain text files val.de, val.en.gz are not read: --dataset_name reads a folder's "
+        "JSON lines, CSV or TSV files (train.jsonl). Give all the data as plain text (--train_prefix, "
+        "--validation_prefix, --test_prefix), or write those pairs into a file of the others' kind."]
 
 
 @pytest.mark.parametrize("files, expected", [

@@ -331,8 +331,18 @@ def resolve_parallel_files(
 
 
 def _language_file(prefix: str | Path, lang: str) -> Path | None:
-    """`{prefix}.{lang}` if it is a file, else `{prefix}.{lang}.gz` if it is one; None otherwise."""
-    return next((path for path in (Path(f"{prefix}.{lang}"), Path(f"{prefix}.{lang}.gz")) if path.is_file()), None)
+    """`{prefix}.{lang}` if it is a file, else `{prefix}.{lang}.gz` if it is one; None otherwise. Where both are, a
+    warning (once) says which is read: they may not hold the same text."""
+    plain, packed = Path(f"{prefix}.{lang}"), Path(f"{prefix}.{lang}.gz")
+    if plain.is_file() and packed.is_file():
+        _warn_once(f"{plain} and {packed} are both there: {plain} is read. Remove or move the other if it is not the "
+                   "same text.")
+    return next((path for path in (plain, packed) if path.is_file()), None)
+
+
+@lru_cache(maxsize=None)
+def _warn_once(message: str) -> None:
+    logger.warning(message)
 
 
 _NOT_LANGUAGES = {"csv", "tsv", "json", "jsonl", "txt", "parquet", "md", "py", "sh", "log", "bak", "orig", "tmp",

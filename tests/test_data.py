@@ -421,6 +421,19 @@ def test_a_folder_of_data_files_says_how_its_files_became_splits(tmp_path, caplo
                    for message in caplog.messages)
 
 
+def test_a_side_there_both_plain_and_gzipped_says_which_is_read(tmp_path, caplog):
+    """train.de beside a different train.de.gz: the plain one was read without a word."""
+    (tmp_path / "train.de").write_text("eins\nzwei\n", encoding="utf-8")
+    (tmp_path / "train.de.gz").write_bytes(gzip.compress("drei\nvier\n".encode()))
+    (tmp_path / "train.en").write_text("one\ntwo\n", encoding="utf-8")
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_prefix=str(tmp_path / "train"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
+        assert pairs(load_translation_datasets(args)["train"]) == [("eins", "one"), ("zwei", "two")]
+    assert caplog.messages == [f"{tmp_path / 'train.de'} and {tmp_path / 'train.de.gz'} are both there: "
+                               f"{tmp_path / 'train.de'} is read. Remove or move the other if it is not the same text."]
+
+
 def test_plain_text_beside_a_folders_data_files_is_said_to_be_left_unread(tmp_path, caplog):
     """train.jsonl beside val.de and val.en trained without validation, and without a word."""
     write_jsonl(tmp_path / "data" / "train.jsonl", TRANSLATIONS)

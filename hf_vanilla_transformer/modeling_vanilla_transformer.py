@@ -239,6 +239,9 @@ class VanillaTransformerFeedForward(nn.Module):
         self.activation_dropout = config.activation_dropout
         self.fc2 = PrepackedLinear(ffn_dim, config.d_model)
 
+    def extra_repr(self) -> str:
+        return f"activation_dropout={self.activation_dropout}"
+
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         hidden_states = self.activation(self.fc1(hidden_states))
         hidden_states = F.dropout(hidden_states, p=self.activation_dropout, training=self.training)

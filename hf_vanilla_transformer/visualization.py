@@ -154,17 +154,19 @@ def attention_figure(
 
     # 0.22 inch a token, at least 2.4 inches a heatmap, and at most MAX_FIGURE_INCHES a side: a long sentence
     # labels every `step`-th token instead of making a PNG no viewer opens (a 60-word sentence drew 230 megapixels);
-    # each axis by its own length, so that a long source leaves every token of a short translation labelled. A
-    # 7-point label needs 0.12 inch: a smaller cell still labels every token where they fit.
-    longest = max(len(query_tokens), len(key_tokens))
-    cell = min(max(2.4, 0.22 * longest), MAX_FIGURE_INCHES / max(len(heads), len(layers)))
-    query_step, key_step = (max(1, math.ceil(0.12 * len(tokens) / cell)) for tokens in (query_tokens, key_tokens))
+    # each axis by its own length, so that a long source leaves a short translation's rows short and every one of
+    # its tokens labelled (a square cell made 12 rows of 280 pixels each beside 150 source tokens). A 7-point label
+    # needs 0.12 inch: a smaller cell still labels every token where they fit.
+    height = min(max(2.4, 0.22 * len(query_tokens)), MAX_FIGURE_INCHES / len(layers))
+    width = min(max(2.4, 0.22 * len(key_tokens)), MAX_FIGURE_INCHES / len(heads))
+    query_step, key_step = (max(1, math.ceil(0.12 * len(tokens) / inches))
+                            for tokens, inches in ((query_tokens, height), (key_tokens, width)))
     if query_step > 1:
         query_axis = f"{query_axis} (1 token in {query_step} labelled)"
     if key_step > 1:
         key_axis = f"{key_axis} (1 token in {key_step} labelled)"
     families = label_font_families([*query_tokens, *key_tokens])
-    figure = Figure(figsize=(cell * len(heads) + 1.2, cell * len(layers) + 0.9), layout="constrained")
+    figure = Figure(figsize=(width * len(heads) + 1.2, height * len(layers) + 0.9), layout="constrained")
     axes = figure.subplots(len(layers), len(heads), squeeze=False)
     image = None
     for row, layer in enumerate(layers):
@@ -250,7 +252,8 @@ def positional_encoding_figure(
     encoding = sinusoidal_encoding(torch.arange(max_positions), d_model).numpy()
     figure = Figure(figsize=(10, 8), layout="constrained")
     heatmap, curves = figure.subplots(2, 1)
-    image = heatmap.imshow(encoding, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    # antialiased: many positions in few pixels drew moiré checkerboards with "nearest", patterns not in the encoding
+    image = heatmap.imshow(encoding, cmap="RdBu", vmin=-1, vmax=1, aspect="auto", interpolation="antialiased")
     heatmap.set_xlabel("dimension (even: sin, odd: cos)")
     heatmap.set_ylabel("position")
     heatmap.set_title(f"Sinusoidal position encodings, d_model = {d_model}")
@@ -263,8 +266,8 @@ def positional_encoding_figure(
     curves.set_xlabel("position")
     curves.set_ylabel("value")
     curves.set_title("Encoding of chosen dimensions by position")
-    # in a row under the curves, not over them
-    figure.legend(*curves.get_legend_handles_labels(), loc="outside lower center", ncols=min(len(dimensions), 8))
+    # under the curves, not over them; in rows of 4, each of which fits the figure's width (8 ran past its edges)
+    figure.legend(*curves.get_legend_handles_labels(), loc="outside lower center", ncols=min(len(dimensions), 4))
     curves.set_xlim(0, max_positions - 1)
     return figure
 

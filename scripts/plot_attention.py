@@ -6,8 +6,8 @@
     python scripts/plot_attention.py runs/de-en "Ein Hund läuft." --target "A dog runs."
 
 Writes to --output_dir: encoder_self_attention.png, decoder_self_attention.png, cross_attention.png (a heatmap per
-chosen layer and head; rows attend, columns are attended to) and positional_encoding.png. The target is the model's
-own beam-search translation unless --target gives one. Layers and heads are numbered from 1.
+chosen layer and head; rows attend, columns are attended to) and, for this package's models, positional_encoding.png.
+The target is the model's own beam-search translation unless --target gives one. Layers and heads are numbered from 1.
 """
 
 from __future__ import annotations
@@ -52,9 +52,13 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         parser.error("--target is empty: give a translation to draw, or leave --target out to draw the model's own.")
     if args.max_positions < 2:
         parser.error(f"--max_positions must be at least 2 (a curve needs two positions), got {args.max_positions}.")
+    args.kinds = list(dict.fromkeys(args.kinds))  # each drawn once
     output_dir = Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         parser.error(f"-o {args.output_dir} is a file: give a folder for the PNGs (made if missing).")
+    if file := next((folder for folder in output_dir.parents if folder.exists() and not folder.is_dir()), None):
+        parser.error(f"-o {args.output_dir} lies in {file}, which is a file: give a folder for the PNGs (made if "
+                     "missing).")  # before the model is loaded and translates
     if not output_dir.exists() and output_dir.suffix.lower() in IMAGE_SUFFIXES:
         parser.error(f"-o {args.output_dir} looks like a file name, but -o names the folder the {len(args.kinds) + 1} "
                      f"PNGs are written into: e.g. -o {output_dir.with_suffix('')}.")
@@ -98,10 +102,14 @@ def main(argv: list[str] | None = None) -> list[Path]:
     try:
         for kind in args.kinds:
             written.append(plot_attention(maps, kind, output_dir / FILES[kind], layers=layers, heads=heads))
-        written.append(plot_positional_encoding(
-            model.config.d_model, output_dir / "positional_encoding.png",
-            max_positions=args.max_positions, dimensions=dimensions,
-        ))
+        if model.config.model_type == "vanilla_transformer":  # Marian lays its sines and cosines out otherwise
+            written.append(plot_positional_encoding(
+                model.config.d_model, output_dir / "positional_encoding.png",
+                max_positions=args.max_positions, dimensions=dimensions,
+            ))
+        else:
+            print(f"positional_encoding.png not drawn: it shows this package's encodings, not a "
+                  f"{model.config.model_type} model's")
     except OSError as error:  # a folder that cannot be made or written
         raise InputError(f"Cannot write the plots into {args.output_dir}: {error.strerror or error}.") from error
     for path in written:

@@ -514,6 +514,7 @@ def test_printing_the_model_shows_what_its_modules_do_by_functions():
                   "causal self-attention, heads=4, head_dim=8", "cross-attention, heads=4"):
         assert shown in text, shown
     assert "post-LN: LayerNorm(x + Dropout(Sublayer(x)))" in str(make_model())
+    assert "activation_dropout=0.2" in str(make_model(activation_dropout=0.2))  # the one dropout it did not show
 
 
 def test_the_calls_pad_token_id_masks_the_sources(batch):

@@ -166,7 +166,7 @@ def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
          "positions), got 0"),
         (["MODEL", SENTENCE, "--max_positions", "1"], "--max_positions must be at least 2"),
         (["MODEL", SENTENCE, "-o", "FILE"], "is a file: give a folder for the PNGs"),
-        (["MODEL", SENTENCE, "-o", "FILE/plots"], "Cannot write the plots into"),
+        (["MODEL", SENTENCE, "-o", "FILE/plots"], "lies in FILE, which is a file: give a folder for the PNGs"),
         (["MODEL", SENTENCE, "--target", " "], "--target is empty"),
         (["MODEL", SENTENCE, "--revision", "v1"], "but MODEL is a folder here, which has one version"),
         (["MODEL", SENTENCE, "-o", "NEW/attention.png"], "looks like a file name, but -o names the folder"),
@@ -180,7 +180,8 @@ def test_script_errors(model_dir, tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as exit_info:
         run_command(lambda: load_script("plot_attention").main(args if "-o" in args else [*args, "-o", str(tmp_path)]),
                     name="plot_attention.py")
-    assert exit_info.value.code == 2 and message.replace("MODEL", str(model_dir)) in capsys.readouterr().err
+    message = message.replace("MODEL", str(model_dir)).replace("FILE", str(names["FILE"]))
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "new").exists()  # nothing made for a command refused
 
 
@@ -349,3 +350,53 @@ def test_the_debug_variable_shows_the_traceback_of_a_refused_model(tmp_path, mon
     with pytest.raises(MissingFileError, match="No model directory at"):
         run_command(lambda: load_script("plot_attention").main([str(tmp_path / "missing"), SENTENCE, "-o",
                                                                 str(tmp_path / "plots")]), name="plot_attention.py")
+
+
+def test_a_short_target_beside_a_long_source_gets_short_rows(model_and_tokenizer):
+    """One cell size for both axes, from the longer: 12 target rows beside 150 source tokens drew a square, each row
+    some 280 pixels tall under 7-point labels."""
+    from hf_vanilla_transformer.visualization import MAX_FIGURE_INCHES, attention_figure
+
+    maps = compute_attention(*model_and_tokenizer, " ".join([SENTENCE] * 25), target=SENTENCE)
+    assert len(maps.source_tokens) > 5 * len(maps.target_tokens)
+    width, height = attention_figure(maps, "cross", layers=[1], heads=[1]).get_size_inches()
+    assert height <= max(2.4, 0.22 * len(maps.target_tokens)) + 1
+    assert width >= min(0.22 * len(maps.source_tokens), MAX_FIGURE_INCHES)
+
+
+@pytest.mark.parametrize("count", [4, 12])
+def test_the_encoding_curves_legend_fits_the_figure(count):
+    """Legend entries in rows of 8 ran past both edges of the figure: dims 1-7 and 21-23 of 12 were cut off."""
+    from hf_vanilla_transformer.visualization import positional_encoding_figure
+
+    figure = positional_encoding_figure(512, dimensions=list(range(1, 2 * count, 2)))
+    figure.canvas.draw()  # Figure has an Agg canvas once drawn through its own savefig; here, lay it out
+    legend = figure.legends[0].get_window_extent()
+    box = figure.bbox
+    assert box.x0 <= legend.x0 and legend.x1 <= box.x1 and box.y0 <= legend.y0
+    assert len(figure.legends[0].get_texts()) == count
+    # "nearest" drew moiré checkerboards where many positions share a pixel: patterns the encoding does not have
+    assert figure.axes[0].get_images()[0].get_interpolation() == "antialiased"
+
+
+def test_the_script_draws_a_kind_once_and_the_encodings_of_this_packages_models_only(model_dir, tmp_path, capsys):
+    """--kinds cross cross wrote and reported cross_attention.png twice; a MarianMTModel (sines in the first half of
+    the dimensions, cosines in the second) got this package's interleaved encodings drawn as its own."""
+    from transformers import MarianConfig, MarianMTModel
+
+    written = load_script("plot_attention").main([str(model_dir), SENTENCE, "-o", str(tmp_path / "ours"), "--kinds",
+                                                  "cross", "cross", "--layers", "1", "--heads", "1"])
+    assert [path.name for path in written] == ["cross_attention.png", "positional_encoding.png"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    marian = tmp_path / "marian"
+    MarianMTModel(MarianConfig(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
+                               encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                               decoder_ffn_dim=32, pad_token_id=0, eos_token_id=2, decoder_start_token_id=1,
+                               max_length=8)).save_pretrained(marian)
+    tokenizer.save_pretrained(marian)
+    capsys.readouterr()
+    written = load_script("plot_attention").main([str(marian), SENTENCE, "-o", str(tmp_path / "marian_plots"),
+                                                  "--kinds", "cross"])
+    assert [path.name for path in written] == ["cross_attention.png"]
+    assert ("positional_encoding.png not drawn: it shows this package's encodings, not a marian model's"
+            in capsys.readouterr().out)

@@ -106,7 +106,8 @@ def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
     piece that goes on the word before it (no space in front: "meadow" as "me", "##ad", "##ow"; "forty-two" as
     "forty", "-", "##two") marked with "##", as BERT's tokenizers write them (punctuation, which goes on a word
     without a space as a rule, is left unmarked); a token holding part of a character's bytes (an emoji's, a Chinese
-    character's), which decodes to U+FFFD and draws as an empty box, keeps its byte-level form."""
+    character's), which decodes to U+FFFD and draws as an empty box, keeps its byte-level form; white space alone is
+    ␣ (a space), ⏎, \\r or ⇥, and a control character an escape (\\x08)."""
     special = set(tokenizer.all_special_ids)
     labels, after_word = [], False
     for token_id in ids:
@@ -123,9 +124,20 @@ def token_labels(tokenizer, ids: Sequence[int]) -> list[str]:
             after_word = True
             continue
         continues = after_word and not starts_word and text[:1].isalnum()
-        labels.append(f"##{text}" if continues else text or "␣")
+        if text:
+            labels.append(f"##{_visible(text)}" if continues else _visible(text))
+        else:  # white space alone: a line break, a tab and a space each by its own sign
+            labels.append(next((sign for mark, sign in _WHITE_SPACE_SIGNS.items() if mark in decoded), "␣"))
         after_word = bool(text)
     return labels
+
+
+_WHITE_SPACE_SIGNS = {"\n": "⏎", "\r": "\\r", "\t": "⇥"}  # signs DejaVu Sans, matplotlib's font, has
+
+
+def _visible(text: str) -> str:
+    """`text` with control characters (U+0000-U+001F, U+007F), which no font draws, written as escapes (\\x08)."""
+    return "".join(f"\\x{ord(mark):02x}" if ord(mark) < 32 or ord(mark) == 127 else mark for mark in text)
 
 
 def plot_attention(

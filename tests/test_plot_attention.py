@@ -81,6 +81,20 @@ def test_a_sentence_of_30_tokens_is_labelled_whole_in_the_paper_models_8_heads()
     assert labelled == tokens and "labelled" not in figure.axes[0].get_ylabel()
 
 
+def test_white_space_and_control_tokens_get_labels_that_say_which(model_and_tokenizer, caplog):
+    """A line break, a tab and a carriage return were all labelled ␣ as a space is, and a control character (a random
+    model's output) was drawn raw as a box, with advice to install a CJK font."""
+    from hf_vanilla_transformer.visualization import label_font_families, token_labels
+
+    _, tokenizer = model_and_tokenizer
+    ids = [tokenizer.convert_tokens_to_ids(piece) for piece in ("Ċ", "ĉ", "č", "Ĉ", "Ġ")]  # byte-level \n \t \r \x08 ' '
+    labels = token_labels(tokenizer, ids)
+    assert labels == ["⏎", "⇥", "\\r", "\\x08", "␣"]
+    with caplog.at_level("WARNING"):
+        label_font_families(labels)
+    assert not caplog.records  # matplotlib's own font has them all
+
+
 def test_pieces_that_go_on_a_word_are_marked(model_and_tokenizer):
     """Byte-level BPE marks a word's start by a space; stripped, "the meadow" read as "the me ad ow"."""
     from hf_vanilla_transformer.visualization import token_labels

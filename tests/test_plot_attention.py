@@ -87,7 +87,8 @@ def test_white_space_and_control_tokens_get_labels_that_say_which(model_and_toke
     from hf_vanilla_transformer.visualization import label_font_families, token_labels
 
     _, tokenizer = model_and_tokenizer
-    ids = [tokenizer.convert_tokens_to_ids(piece) for piece in ("Ċ", "ĉ", "č", "Ĉ", "Ġ")]  # byte-level \n \t \r \x08 ' '
+    pieces = ("Ċ", "ĉ", "č", "Ĉ", "Ġ")  # byte-level BPE's \n \t \r \x08 and space
+    ids = [tokenizer.convert_tokens_to_ids(piece) for piece in pieces]
     labels = token_labels(tokenizer, ids)
     assert labels == ["⏎", "⇥", "\\r", "\\x08", "␣"]
     with caplog.at_level("WARNING"):

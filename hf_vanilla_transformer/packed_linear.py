@@ -10,8 +10,9 @@ until the weight changes, with the GEMM library that measured fastest on the CPU
   the plain path's. MKL takes generic code paths on other vendors' CPUs, where it gained nothing.
 - "onednn": oneDNN's packed weights (as Inductor packs bf16/fp16 weights) on other x86 CPUs: oneDNN picks its
   kernels by instruction set, not vendor. One packing serves every row count, so it also serves the encoder and
-  the cross-attention keys/values (faster at every size measured). Results equal the plain path's within float
-  rounding (another library sums in another order), about 1e-6 relative.
+  the cross-attention keys/values. Each call costs some 15 us more than sgemm's, which a small weight does not win
+  back (`MIN_PACKED_WEIGHT`). Results equal the plain path's within float rounding (another library sums in
+  another order), about 1e-6 relative.
 - None: elsewhere (ARM, no MKL/oneDNN in this torch): `nn.Linear` as usual.
 
 `quantize_int8(model)` switches the layers to dynamic int8 quantization instead (PyTorch's fbgemm kernels, as
@@ -94,6 +95,10 @@ def choose_fp32_gemm(machine: str | None = None, vendor: str | None = None) -> P
 
 
 FP32_GEMM = choose_fp32_gemm()
+MIN_PACKED_WEIGHT = {"onednn": 100_000}
+"""The fewest weight entries a GEMM's packing is used for. oneDNN on an AMD EPYC (AVX-512, 2 threads), 4 to 64 rows:
+0.3-0.95x sgemm's speed at 65,536 entries (256 x 256, 128 x 512) and below, 1.06-1.7x at 131,072 (256 x 512,
+128 x 1024), 1.2-4.7x at 262,144 and above; a d_model 64 model decoded 1.4x slower with every layer packed."""
 INT8_AVAILABLE = bool({"fbgemm", "x86"} & set(torch.backends.quantized.supported_engines))
 
 
@@ -135,7 +140,8 @@ class PrepackedLinear(nn.Linear):
             return None
         if self.int8:
             return INT8
-        if FP32_GEMM is None or (FP32_GEMM.per_row_count and not is_decoding_step(hidden_states)):
+        if FP32_GEMM is None or (FP32_GEMM.per_row_count and not is_decoding_step(hidden_states)) \
+                or self.weight.numel() < MIN_PACKED_WEIGHT.get(FP32_GEMM.name, 0):
             return None
         return FP32_GEMM
 

@@ -175,7 +175,7 @@ def marian_config(args):
         activation_function="relu",
         scale_embedding=True,
         pad_token_id=0,
-        eos_token_id=2,
+        eos_token_id=EOS_TOKEN_ID,
         bos_token_id=1,
         decoder_start_token_id=1,
         forced_eos_token_id=None,  # Marian's default forces token 0, its own </s>; ours is 2, and the paper forces none
@@ -224,9 +224,13 @@ def for_training(args, model):
     return torch.compile(model, backend=args.compile_backend, mode=args.compile_mode)
 
 
+EOS_TOKEN_ID = 2
+
+
 def training_batch(args, generator):
     input_ids = torch.randint(3, args.vocab_size, (args.batch_size, args.seq_len), generator=generator)
     labels = torch.randint(3, args.vocab_size, (args.batch_size, args.seq_len), generator=generator)
+    labels[:, -1] = EOS_TOKEN_ID  # sentences end as a tokenizer ends them (the model warns of labels that never do)
     batch = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "labels": labels}
     return {name: tensor.to(args.device) for name, tensor in batch.items()}
 
@@ -439,6 +443,7 @@ def run_training_script_loop(args, model) -> float:
     generator = torch.Generator().manual_seed(args.seed + 2)
     ids = torch.randint(3, args.vocab_size, (2, args.batch_size * (warmup + timed_steps), args.seq_len),
                         generator=generator)
+    ids[..., -1] = EOS_TOKEN_ID
     dataset = Dataset.from_dict({"input_ids": ids[0].tolist(), "labels": ids[1].tolist()})
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"<pad>": 0}, "<pad>")))
     tokenizer.pad_token = "<pad>"

@@ -139,6 +139,10 @@ def test_the_training_script_loop_runs_the_scripts_trainer_on_the_same_batches(b
     assert training_args.label_smoothing_factor == 0.1 and training_args.optim == "adamw_torch_fused"
     assert training_args.max_steps == 1 + 2 * 2 and shapes == [(4, 6)] * 5  # warm-up + steps x repeats
     assert "is not below --max_steps" not in caplog.text  # the paper's 4000 warmup steps, warned about in a short run
+    # random labels never ended with </s>: the model's warning about a tokenizer that appends none, on every run
+    assert "ends with the end token" not in caplog.text
+    batch = benchmark.training_batch(args, torch.Generator().manual_seed(0))
+    assert (batch["labels"][:, -1] == ours.config.eos_token_id).all()
 
 
 def test_tokens_per_batch_sets_the_sentences_per_batch(benchmark, capsys):

@@ -140,8 +140,25 @@ def check_arguments(args, parser) -> None:
         parser.error(str(error))
     if args.d_model % args.heads:
         parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
-    if args.json and not Path(args.json).resolve().parent.is_dir():
-        parser.error(f"--json {args.json}: the folder {Path(args.json).parent} does not exist; create it first.")
+    if args.json:  # checked now, not after minutes of measuring
+        json_path = Path(args.json)
+        folder = json_path.resolve().parent
+        if json_path.is_dir():
+            parser.error(f"--json {args.json} is a folder: give a file name, e.g. {json_path / 'bench.json'}.")
+        if folder.exists() and not folder.is_dir():
+            parser.error(f"--json {args.json}: {json_path.parent} is a file, not a folder.")
+        if not folder.is_dir():
+            parser.error(f"--json {args.json}: the folder {json_path.parent} does not exist; create it first.")
+        existed = json_path.exists()
+        try:
+            json_path.open("a").close()  # the file can be written: tried, as permissions do not tell (/proc)
+        except OSError as error:
+            parser.error(f"--json {args.json} cannot be written: {error.strerror or error}.")
+        if not existed:
+            json_path.unlink()
+    if args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):
+        known = sorted({*torch._dynamo.list_backends(), "eager", "aot_eager"})
+        parser.error(f"--compile_backend {args.compile_backend} is no torch.compile backend: {', '.join(known)}.")
     if args.peak_tflops is not None and args.peak_tflops <= 0:
         parser.error(f"--peak_tflops must be positive, got {args.peak_tflops}.")
     if args.compile_mode is not None and not (args.compile and args.compile_backend == "inductor"):

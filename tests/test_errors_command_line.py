@@ -442,6 +442,11 @@ def run_of_two_models(tmp_path):
     ("benchmark", lambda d, t: ["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
     ("benchmark", lambda d, t: ["--d_model", "30", "--heads", "8"], "--heads 8 must divide --d_model 30"),
     ("benchmark", lambda d, t: ["--skip", "train", "greedy", "beam", "memory"], "--skip leaves nothing to measure"),
+    # these failed with a traceback once the measuring was done, minutes later, and the JSON was lost
+    ("benchmark", lambda d, t: ["--json", str(t)], "is a folder: give a file name, e.g."),
+    ("benchmark", lambda d, t: ["--json", str(d / "config.json" / "b.json")], "config.json is a file, not a folder"),
+    ("benchmark", lambda d, t: ["--compile", "--compile_backend", "nosuch"],  # torch's InvalidBackend traceback
+     "--compile_backend nosuch is no torch.compile backend: aot_eager,"),
 ])
 def test_other_scripts_user_errors(name, make_args, expected, model_dir, tmp_path, monkeypatch, capsys):
     status, err = run_script(name, *make_args(model_dir, tmp_path), monkeypatch=monkeypatch, capsys=capsys)

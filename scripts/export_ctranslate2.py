@@ -57,6 +57,9 @@ def parse_arguments(argv=None):
     args = parser.parse_args(argv)
     if args.max_positions is not None and args.max_positions < 1:
         parser.error("--max_positions must be at least 1.")
+    output_dir = Path(args.output_dir)  # checked before the model loads: a traceback once it had
+    if file := next((folder for folder in output_dir.parents if folder.exists() and not folder.is_dir()), None):
+        parser.error(f"{args.output_dir} lies in {file}, which is a file: give a folder for the export.")
     return args
 
 
@@ -97,6 +100,11 @@ def main(argv=None) -> Path:
         ) from error
     except FileExistsError as error:
         raise InputError(str(error)) from error
+    except OSError as error:  # a folder that cannot be made or written (a read-only place); not a model's OSError
+        out, where = Path(args.output_dir).resolve(), Path(error.filename or "").resolve()
+        if not error.filename or not (where == out or where in out.parents or out in where.parents):
+            raise
+        raise InputError(f"Cannot write the export into {args.output_dir}: {error.strerror or error}.") from error
     print(f"wrote {out_dir} ({args.quantization or 'float32'} weights)")
     return out_dir
 

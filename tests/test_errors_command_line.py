@@ -437,6 +437,8 @@ def run_of_two_models(tmp_path):
     ("plot_attention", lambda d, t: ["no-such-user/no-such-run", "zwei"], "there is no such folder here, and as a Hub"),
     ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
+    ("export_ctranslate2", lambda d, t: [d, d / "config.json" / "out"],  # a traceback once the model had loaded
+     "config.json/out lies in"),
     ("export_ctranslate2", lambda d, t: ["no-such-user/missing", t / "out"], "Cannot load a model from no-such-user/missing: there is no such folder here"),
     ("benchmark", lambda d, t: ["--repeats", "0"], "--repeats must be at least 1"),
     ("benchmark", lambda d, t: ["--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),

@@ -79,6 +79,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         output = Path(args.output)
         if output.is_dir():
             parser.error(f"-o {args.output} is a folder: give a file name, e.g. -o {output / 'translations.txt'}.")
+        if file := next((folder for folder in output.parents if folder.exists() and not folder.is_dir()), None):
+            parser.error(f"-o {args.output}: {file} is a file, not a folder.")
         if not output.resolve().parent.is_dir():
             parser.error(f"-o {args.output}: the folder {output.parent} does not exist; create it first.")
         if args.file != "-" and output.resolve() == Path(args.file).resolve():

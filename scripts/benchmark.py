@@ -44,6 +44,7 @@ import copy
 import functools
 import gc
 import json
+import math
 import os
 import platform
 import statistics
@@ -159,7 +160,7 @@ def check_arguments(args, parser) -> None:
     if args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):
         known = sorted({*torch._dynamo.list_backends(), "eager", "aot_eager"})
         parser.error(f"--compile_backend {args.compile_backend} is no torch.compile backend: {', '.join(known)}.")
-    if args.peak_tflops is not None and args.peak_tflops <= 0:
+    if args.peak_tflops is not None and not 0 < args.peak_tflops < math.inf:  # NaN and inf too
         parser.error(f"--peak_tflops must be positive, got {args.peak_tflops}.")
     if args.compile_mode is not None and not (args.compile and args.compile_backend == "inductor"):
         parser.error("--compile_mode is inductor's: give it with --compile and the default --compile_backend.")
@@ -617,6 +618,7 @@ def machine_description(args) -> dict:
 
     description = {
         "cpu": cpu,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),  # AVX2, AVX512: "AMD EPYC" names several CPUs
         "cores": os.cpu_count(),
         "threads": args.threads or torch.get_num_threads(),
         "python": platform.python_version(),
@@ -872,8 +874,8 @@ def main(argv=None):
     log("done")
 
     machine = results["machine"]
-    print(f"{machine['cpu']} (decoding steps: packed fp32 GEMM {machine['fp32_packed_gemm']}), {machine['cores']} "
-          f"cores, {machine['threads']} threads, torch {machine['torch']}, "
+    print(f"{machine['cpu']}, {machine['cpu_capability']} (packed fp32 GEMM {machine['fp32_packed_gemm']}), "
+          f"{machine['cores']} cores, {machine['threads']} threads, torch {machine['torch']}, "
           f"transformers {machine['transformers']}, ctranslate2 {machine.get('ctranslate2', '-')}; load average "
           f"{machine['load_average_at_start']:.1f} at start, {machine['load_average_at_end']:.1f} at end")
     print(f"vocab {args.vocab_size}, d_model {args.d_model}, {args.layers}+{args.layers} layers, {args.heads} heads, "

@@ -436,6 +436,8 @@ def run_of_two_models(tmp_path):
     ("plot_attention", lambda d, t: [d, "zwei", "--layers", "9"], "Choose layers from 1 to 2"),
     ("plot_attention", lambda d, t: ["no-such-user/no-such-run", "zwei"], "there is no such folder here, and as a Hub"),
     ("translate", lambda d, t: [t / "missing", "-"], "No model directory at"),
+    ("translate", lambda d, t: [d, "-", "-o", d / "config.json" / "out.txt"],  # was "the folder ... does not exist"
+     "config.json is a file, not a folder"),
     ("export_ctranslate2", lambda d, t: [d, t / "out", "--max_positions", "0"], "--max_positions must be at least 1"),
     ("export_ctranslate2", lambda d, t: [d, d / "config.json" / "out"],  # a traceback once the model had loaded
      "config.json/out lies in"),
@@ -446,6 +448,7 @@ def run_of_two_models(tmp_path):
     ("benchmark", lambda d, t: ["--skip", "train", "greedy", "beam", "memory"], "--skip leaves nothing to measure"),
     # these failed with a traceback once the measuring was done, minutes later, and the JSON was lost
     ("benchmark", lambda d, t: ["--json", str(t)], "is a folder: give a file name, e.g."),
+    ("benchmark", lambda d, t: ["--device", "cuda", "--peak_tflops", "nan"], "--peak_tflops must be positive"),
     ("benchmark", lambda d, t: ["--json", str(d / "config.json" / "b.json")], "config.json is a file, not a folder"),
     ("benchmark", lambda d, t: ["--compile", "--compile_backend", "nosuch"],  # torch's InvalidBackend traceback
      "--compile_backend nosuch is no torch.compile backend: aot_eager,"),

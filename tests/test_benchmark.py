@@ -286,6 +286,15 @@ def test_compiled_generation(benchmark):
     assert hasattr(ours, "_compiled_call") and hasattr(marian, "_compiled_call")
 
 
+def test_no_int8_row_under_compile(benchmark, tmp_path):
+    """Compiled code multiplies in fp32 (the packed int8 path is eager's): the "ours int8" row measured a compiled
+    fp32 decoding under int8's name."""
+    results, _ = run(benchmark, tmp_path, "--compile", "--compile_backend", "eager", "--gen_tokens", "2", "--skip",
+                     "train", "beam", "memory", "ctranslate2")
+    torch.compiler.reset()
+    assert "ours_int8" not in results["greedy_sentences_per_s"] and "int8" in results["settings"]["skip"]
+
+
 def test_flops_per_token_against_a_flop_counter(benchmark):
     """The analytic count against torch's count of the matmul FLOPs of a training step's forward and backward, for
     ours and Marian. Eager attention, whose matmuls torch counts (it has no formula for the CPU's sdpa kernel); 24

@@ -16,6 +16,7 @@ model) is exported converted with `from_marian`; of its generation config CTrans
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import warnings
@@ -31,6 +32,8 @@ from .hub import loading_from
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration, sinusoidal_encoding
 from .pipeline_translation import reads_special_tokens_as_text
 from .tokenization import TOKENIZER_FILES, check_tokenizer_fits_model, load_tokenizer
+
+logger = logging.getLogger(__name__)
 
 
 # transformers activation name -> ctranslate2 Activation member name
@@ -61,16 +64,16 @@ def _import_ctranslate2():
     return ctranslate2
 
 
-def _load(model_or_dir):
+def _load(model_or_dir, vocabulary_given: bool = False):
     """(model, tokenizer or None) from a model or a directory written by `save_pretrained`. A MarianMTModel (an
     opus-mt model, the same network) is converted with `from_marian`; the tokenizer of its folder is its own
     (MarianTokenizer), saved with the export as it is."""
     from transformers import MarianMTModel
 
-    if isinstance(model_or_dir, VanillaTransformerForConditionalGeneration):
-        return model_or_dir, None
-    if isinstance(model_or_dir, MarianMTModel):
-        return converted_marian(model_or_dir, "The model"), None
+    if isinstance(model_or_dir, (VanillaTransformerForConditionalGeneration, MarianMTModel)):
+        model = model_or_dir if isinstance(model_or_dir, VanillaTransformerForConditionalGeneration) else \
+            converted_marian(model_or_dir, "The model")
+        return model, None if vocabulary_given else _tokenizer_of_the_folder(model_or_dir)
     if isinstance(model_or_dir, (str, os.PathLike)):
         from transformers import AutoTokenizer, PreTrainedConfig
 
@@ -104,6 +107,26 @@ def _load(model_or_dir):
         "export_ctranslate2 expects a VanillaTransformerForConditionalGeneration, a MarianMTModel or a directory "
         f"either was saved to, got {type(model_or_dir).__name__}."
     )
+
+
+def _tokenizer_of_the_folder(model):
+    """The tokenizer saved beside a model object loaded from a folder (`model.name_or_path`), if it fits its
+    vocabulary; else None, with a warning: the export's tokens are then placeholders, which CTranslate2 cannot
+    encode text to (a model object was exported so without a word, its folder's tokenizer left out)."""
+    folder = getattr(model, "name_or_path", "") or ""
+    if folder and os.path.isdir(folder) and any(Path(folder, name).is_file() for name in TOKENIZER_FILES):
+        try:
+            tokenizer = load_tokenizer(folder)
+            check_tokenizer_fits_model(tokenizer, model.config.vocab_size, folder)
+            return tokenizer
+        except (OSError, ValueError) as error:
+            logger.warning("The tokenizer in %s is not exported with the model: %s", folder, error)
+    logger.warning(
+        "export_ctranslate2 was given a model without its tokenizer: the export's tokens are placeholders "
+        "(<id_N>), which CTranslate2 cannot encode text to. Export the model's folder, or pass vocabulary=[token "
+        "strings by id] (and save the tokenizer beside the export)."
+    )
+    return None
 
 
 def placeholder_vocabulary(config) -> list[str]:
@@ -263,7 +286,8 @@ def export_ctranslate2(
     quantization: None (float32 weights) or a CTranslate2 weight type: "int8", "int8_float32", "int16",
         "float16", "bfloat16", "int8_float16", "int8_bfloat16". A model can also be quantized when loaded
         (`ctranslate2.Translator(out_dir, compute_type="int8")`).
-    vocabulary: token strings by id; default: the tokenizer saved with the model, else `placeholder_vocabulary`.
+    vocabulary: token strings by id; default: the tokenizer saved with the model (for a model object, in the folder
+        it was loaded from), else `placeholder_vocabulary`, with a warning.
     max_positions: length of the stored position table, the longest source and translation CTranslate2 can
         handle (default `config.max_position_embeddings`).
     Also writes `generation.json` with the model's beam size, length penalty, limits and the tokens it never
@@ -271,7 +295,7 @@ def export_ctranslate2(
     """
     out_dir = Path(out_dir)
     replace = _check_export_target(out_dir, force)  # before any work
-    model, tokenizer = _load(model_or_dir)
+    model, tokenizer = _load(model_or_dir, vocabulary_given=vocabulary is not None)
     tokens = _vocabulary(model.config, tokenizer, vocabulary)
     spec = ctranslate2_spec(model, tokens, max_positions)
     spec.validate()

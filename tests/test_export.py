@@ -219,6 +219,25 @@ def test_script_exports_a_saved_directory_with_its_tokenizer(tmp_path):
     assert theirs == [up_to_eos(row) for row in ours.tolist()]
 
 
+def test_a_model_object_is_exported_with_the_tokenizer_of_its_folder_or_a_warning(tmp_path, caplog):
+    """A model object was exported with placeholder tokens (<id_N>) and no tokenizer, without a word, though the
+    folder it was loaded from held one: CTranslate2's translate_batch then gave '<id_390>'s."""
+    from hf_vanilla_transformer.tokenization import special_token_ids, train_bpe_tokenizer
+
+    tokenizer = train_bpe_tokenizer(["ein Hund spielt", "a dog plays"] * 5, vocab_size=270)
+    VanillaTransformerForConditionalGeneration(tiny_config(vocab_size=len(tokenizer), **special_token_ids(tokenizer))
+                                               ).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    model = VanillaTransformerForConditionalGeneration.from_pretrained(tmp_path / "model")
+    out_dir = export_ctranslate2(model, tmp_path / "ct2")
+    assert (out_dir / "tokenizer" / "tokenizer.json").exists()
+    vocabulary = json.loads((out_dir / "shared_vocabulary.json").read_text())
+    assert vocabulary == [tokenizer.convert_ids_to_tokens(i) for i in range(len(tokenizer))]
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer.export"):
+        out_dir = export_ctranslate2(VanillaTransformerForConditionalGeneration(tiny_config()), tmp_path / "bare")
+    assert not (out_dir / "tokenizer").exists() and "the export's tokens are placeholders (<id_N>)" in caplog.text
+
+
 def test_refusals(tmp_path):
     model = VanillaTransformerForConditionalGeneration(tiny_config()).eval()
     with pytest.raises(ValueError, match="99 distinct tokens"):

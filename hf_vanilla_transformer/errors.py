@@ -43,6 +43,12 @@ def shown_list(items, limit: int) -> str:
     return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
 
 
+def file_above(path: str | os.PathLike) -> Path | None:
+    """The nearest of `path`'s parent folders that is a file, where no folder can be made: what a script's output
+    path is checked for before its work, not after it."""
+    return next((folder for folder in Path(path).parents if folder.exists() and not folder.is_dir()), None)
+
+
 def first_line(error: BaseException) -> str:
     """The first line of a library's error message (some span many), ending with a full stop: a reason to put in
     one of ours."""

@@ -38,7 +38,7 @@ from .conversion import converted_marian
 from .data import (
     cr_line_ends_message, decode_utf8_text, has_cr_line_ends, nul_bytes_message, text_lines, utf16_encoding,
 )
-from .errors import InputError, command_parser, debugging, device_from_name, shown_list, usable_device
+from .errors import InputError, command_parser, debugging, device_from_name, file_above, shown_list, usable_device
 from .hub import loading_from, model_location
 from .packed_linear import quantize_int8
 from .pipeline_translation import TASK, normalize_text, reads_special_tokens_as_text, translate_sentences
@@ -79,7 +79,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
         output = Path(args.output)
         if output.is_dir():
             parser.error(f"-o {args.output} is a folder: give a file name, e.g. -o {output / 'translations.txt'}.")
-        if file := next((folder for folder in output.parents if folder.exists() and not folder.is_dir()), None):
+        if file := file_above(output):
             parser.error(f"-o {args.output}: {file} is a file, not a folder.")
         if not output.resolve().parent.is_dir():
             parser.error(f"-o {args.output}: the folder {output.parent} does not exist; create it first.")

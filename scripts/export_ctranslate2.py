@@ -39,7 +39,7 @@ QUANTIZATIONS = ["int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
 
 
 def parse_arguments(argv=None):
-    from hf_vanilla_transformer.errors import command_parser
+    from hf_vanilla_transformer.errors import command_parser, file_above
 
     parser = command_parser(__doc__)
     parser.add_argument("model", help="a directory written by save_pretrained (with its tokenizer), or a Hub repo id: "
@@ -58,7 +58,7 @@ def parse_arguments(argv=None):
     if args.max_positions is not None and args.max_positions < 1:
         parser.error("--max_positions must be at least 1.")
     output_dir = Path(args.output_dir)  # checked before the model loads: a traceback once it had
-    if file := next((folder for folder in output_dir.parents if folder.exists() and not folder.is_dir()), None):
+    if file := file_above(output_dir):
         parser.error(f"{args.output_dir} lies in {file}, which is a file: give a folder for the export.")
     return args
 

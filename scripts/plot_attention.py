@@ -26,7 +26,7 @@ IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".pdf", ".svg"}
 
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
-    from hf_vanilla_transformer.errors import command_parser
+    from hf_vanilla_transformer.errors import command_parser, file_above
 
     parser = command_parser(__doc__)
     parser.add_argument("model", metavar="MODEL", help="a saved model directory or a Hub repo id")
@@ -56,7 +56,7 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     output_dir = Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         parser.error(f"-o {args.output_dir} is a file: give a folder for the PNGs (made if missing).")
-    if file := next((folder for folder in output_dir.parents if folder.exists() and not folder.is_dir()), None):
+    if file := file_above(output_dir):
         parser.error(f"-o {args.output_dir} lies in {file}, which is a file: give a folder for the PNGs (made if "
                      "missing).")  # before the model is loaded and translates
     if not output_dir.exists() and output_dir.suffix.lower() in IMAGE_SUFFIXES:

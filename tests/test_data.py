@@ -359,7 +359,8 @@ def test_a_saved_dataset_dicts_dev_split_is_validation_with_a_word(tmp_path, cap
 
 def test_a_saved_dataset_in_a_folder_that_cannot_be_written_to_is_read_without_writing_there(tmp_path, monkeypatch):
     """`datasets` writes the results of its filters beside the data it read: on a read-only mount the run failed with
-    OSError: [Errno 30] Read-only file system (checked by hand with a read-only bind mount; here, os.access says so)."""
+    OSError: [Errno 30] Read-only file system (checked by hand with a read-only bind mount; here, os.access says so,
+    which the loading no longer needs to ask: the folder is read into the cache, and nothing is written beside it)."""
     import os
 
     from datasets import Dataset

@@ -49,6 +49,27 @@ def file_above(path: str | os.PathLike) -> Path | None:
     return next((folder for folder in Path(path).parents if folder.exists() and not folder.is_dir()), None)
 
 
+def unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None: opened for appending, which leaves a file there as it is (the
+    translations replace it only once translating begins), and removed again if this made it, so that a run that
+    fails before leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with
+    os.access: opening a FIFO waits for its reader. A symbolic link is followed: its target is the file written (and
+    left as it was), the link kept."""
+    if path.is_symlink() and not path.exists():  # a link to a file not made yet: writing makes its target
+        path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        return None if os.access(path, os.W_OK) else "permission denied"
+    existed = path.exists()
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        return (error.strerror or str(error)).lower()
+    if not existed:
+        path.unlink(missing_ok=True)
+    return None
+
+
 def first_line(error: BaseException) -> str:
     """The first line of a library's error message (some span many), ending with a full stop: a reason to put in
     one of ours."""

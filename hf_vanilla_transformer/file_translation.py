@@ -38,7 +38,16 @@ from .conversion import converted_marian
 from .data import (
     cr_line_ends_message, decode_utf8_text, has_cr_line_ends, nul_bytes_message, text_lines, utf16_encoding,
 )
-from .errors import InputError, command_parser, debugging, device_from_name, file_above, shown_list, usable_device
+from .errors import (
+    InputError,
+    command_parser,
+    debugging,
+    device_from_name,
+    file_above,
+    shown_list,
+    unwritable,
+    usable_device,
+)
 from .hub import loading_from, model_location
 from .packed_linear import quantize_int8
 from .pipeline_translation import TASK, normalize_text, reads_special_tokens_as_text, translate_sentences
@@ -97,27 +106,6 @@ def refuse(parser: argparse.ArgumentParser, error: Exception, message: str | Non
     if debugging():
         raise error
     parser.error(message or str(error))
-
-
-def unwritable(path: Path) -> str | None:
-    """Why `path` cannot be written, or None: opened for appending, which leaves a file there as it is (the
-    translations replace it only once translating begins), and removed again if this made it, so that a run that
-    fails before leaves no empty file behind. Anything but a regular file there (a FIFO, /dev/stdout) is asked with
-    os.access: opening a FIFO waits for its reader. A symbolic link is followed: its target is the file written (and
-    left as it was), the link kept."""
-    if path.is_symlink() and not path.exists():  # a link to a file not made yet: writing makes its target
-        path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file():
-        return None if os.access(path, os.W_OK) else "permission denied"
-    existed = path.exists()
-    try:
-        with open(path, "a", encoding="utf-8"):
-            pass
-    except OSError as error:
-        return (error.strerror or str(error)).lower()
-    if not existed:
-        path.unlink(missing_ok=True)
-    return None
 
 
 def read_lines(file: str) -> list[str]:

@@ -134,7 +134,7 @@ def check_arguments(args, parser) -> None:
         parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
     if {"train", "greedy", "beam", "memory"} <= set(args.skip):  # int8, ctranslate2, script: parts of those
         parser.error("--skip leaves nothing to measure: keep at least one of train, greedy, beam, memory.")
-    from hf_vanilla_transformer.errors import InputError, device_from_name
+    from hf_vanilla_transformer.errors import InputError, device_from_name, file_above, unwritable
 
     try:
         device_from_name(args.device)
@@ -144,20 +144,14 @@ def check_arguments(args, parser) -> None:
         parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
     if args.json:  # checked now, not after minutes of measuring
         json_path = Path(args.json)
-        folder = json_path.resolve().parent
         if json_path.is_dir():
             parser.error(f"--json {args.json} is a folder: give a file name, e.g. {json_path / 'bench.json'}.")
-        if folder.exists() and not folder.is_dir():
-            parser.error(f"--json {args.json}: {json_path.parent} is a file, not a folder.")
-        if not folder.is_dir():
+        if file := file_above(json_path):
+            parser.error(f"--json {args.json}: {file} is a file, not a folder.")
+        if not json_path.resolve().parent.is_dir():
             parser.error(f"--json {args.json}: the folder {json_path.parent} does not exist; create it first.")
-        existed = json_path.exists()
-        try:
-            json_path.open("a").close()  # the file can be written: tried, as permissions do not tell (/proc)
-        except OSError as error:
-            parser.error(f"--json {args.json} cannot be written: {error.strerror or error}.")
-        if not existed:
-            json_path.unlink()
+        if reason := unwritable(json_path):
+            parser.error(f"--json {args.json} cannot be written: {reason}.")
     if args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):
         known = sorted({*torch._dynamo.list_backends(), "eager", "aot_eager"})
         parser.error(f"--compile_backend {args.compile_backend} is no torch.compile backend: {', '.join(known)}.")

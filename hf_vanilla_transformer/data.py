@@ -641,6 +641,7 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     if (folder / "state.json").is_file() and (folder / "dataset_info.json").is_file():
         # one Dataset saved with `save_to_disk`: its rows are the train split
         logger.info("%s holds one dataset saved with save_to_disk: it is the train split", folder)
+        _refuse_empty_saved_splits(folder, [""])
         with loading_from(folder, "the dataset"):
             return _into_cache({"train": load_from_disk(str(folder))}, args.cache_dir)
     by_names = folder.is_dir() and not _folder_card_names_its_data(folder)  # splits taken from the file names
@@ -818,6 +819,10 @@ def _load_saved_splits(folder: Path, cache_dir: str | None) -> DatasetDict:
     """A DatasetDict saved with `save_to_disk`, its splits named train, validation and test (`valid` or `dev` taken
     for validation, with a word); InputError for any other name, which `load_dataset` would guess at (`holdout`
     trained on, `eval` made test, `extra` dropped)."""
+    splits = []
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # else load_from_disk says what is wrong
+        splits = list(json.loads((folder / "dataset_dict.json").read_text())["splits"])
+    _refuse_empty_saved_splits(folder, splits)
     with loading_from(folder, "the dataset"):
         saved = load_from_disk(str(folder))  # memory-mapped, for its split names; read into the cache once named
     names = {name: _SPLIT_ALIASES.get(name, name) for name in saved}
@@ -845,6 +850,28 @@ def _load_saved_splits(folder: Path, cache_dir: str | None) -> DatasetDict:
             logger.warning(f"{folder}: its split {name!r} is read as the {split} split.")
     with loading_from(folder, "the dataset"):
         return _into_cache({names[name]: dataset for name, dataset in saved.items()}, cache_dir)
+
+
+def _refuse_empty_saved_splits(folder: Path, splits: list[str]) -> None:
+    """InputError for the splits of a `save_to_disk` folder that hold no rows ("" for one Dataset's folder): datasets
+    saves such a split with no data file, and its `load_from_disk` then fails with an IndexError deep inside."""
+    def holds_no_file(split: str) -> bool:
+        try:
+            return not json.loads((folder / split / "state.json").read_text())["_data_files"]
+        except (OSError, ValueError, KeyError, TypeError):  # load_from_disk says what is wrong with it
+            return False
+
+    empty = [split for split in splits if holds_no_file(split)]
+    if empty == [""]:
+        raise InputError(f"{folder} holds no sentence pairs: it was saved with save_to_disk from an empty dataset.")
+    if empty:
+        raise InputError(
+            f"{folder}: its {_joined(list(map(repr, empty)))} split{'s' if len(empty) > 1 else ''} "
+            f"hold{'' if len(empty) > 1 else 's'} no sentence pairs (save_to_disk wrote no data file, and datasets "
+            "cannot read such a split back). Save the data again without "
+            f"{'them' if len(empty) > 1 else 'it'}, or delete {_joined([str(folder / split) for split in empty])} "
+            f"and {'their names' if len(empty) > 1 else 'its name'} in {folder / 'dataset_dict.json'}."
+        )
 
 
 def _into_cache(saved: dict[str, Dataset], cache_dir: str | None) -> DatasetDict:

@@ -4,6 +4,7 @@ import copy
 import gzip
 import json
 import logging
+import re
 import unicodedata
 from pathlib import Path
 
@@ -314,6 +315,25 @@ def test_datasets_saved_with_save_to_disk(tmp_path):
     # the filters and maps wrote cache-*.arrow files into the user's data folder, a new set for each setting
     assert not list((tmp_path / "one").rglob("cache-*")) and not list((tmp_path / "splits").rglob("cache-*"))
     assert loaded["train"].cache_files[0]["filename"].startswith(str(tmp_path / "cache"))
+
+
+def test_a_saved_dataset_with_an_empty_split_is_refused_in_one_line(tmp_path):
+    """datasets saves a split of no rows with no data file and cannot load it back: an IndexError deep inside its
+    load_from_disk (datasets 5.2)."""
+    rows = Dataset.from_dict({"translation": [{"de": de, "en": en} for de, en in zip(GERMAN, ENGLISH)]})
+    empty = rows.select([])
+    DatasetDict({"train": rows, "validation": empty}).save_to_disk(str(tmp_path / "splits"))
+    empty.save_to_disk(str(tmp_path / "one"))
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(tmp_path / "splits"),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError, match=re.escape(
+        f"{tmp_path / 'splits'}: its 'validation' split holds no sentence pairs (save_to_disk wrote no data file, "
+        f"and datasets cannot read such a split back). Save the data again without it, or delete "
+        f"{tmp_path / 'splits' / 'validation'} and its name in {tmp_path / 'splits' / 'dataset_dict.json'}.")):
+        load_translation_datasets(args)
+    args.dataset_name = str(tmp_path / "one")
+    with pytest.raises(InputError, match="one holds no sentence pairs: it was saved with save_to_disk from an empty"):
+        load_translation_datasets(args)
 
 
 def save_splits(folder: Path, names) -> str:

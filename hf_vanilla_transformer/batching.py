@@ -59,10 +59,12 @@ class TokenBatchSampler(Sampler[list[int]]):
         target = source if target_lengths is None else _padded_lengths(target_lengths, pad_to_multiple_of)
         if len(source) != len(target):
             raise ValueError(f"Got {len(source)} source lengths but {len(target)} target lengths.")
+        longest = max(source_lengths, default=0) if target_lengths is None else max(
+            max(source_lengths, default=0), max(target_lengths, default=0))
         if bucket_shapes:  # as BucketPaddingCollator pads: both sides to the bucket of the longer one
             source = target = np.array([bucket_length(n) for n in np.maximum(source, target).tolist()], np.int64)
         self.lengths = np.maximum(source, target)
-        _check_fits(source, target, max_tokens)
+        _check_fits(int(longest), self.lengths, max_tokens, pad_to_multiple_of, bucket_shapes)
         self.max_tokens = max_tokens
         self.shuffle = shuffle
         self.seed = seed
@@ -119,15 +121,22 @@ def _padded_lengths(lengths: Sequence[int], multiple: int | None) -> np.ndarray:
     return lengths if not multiple else -(-lengths // multiple) * multiple
 
 
-def _check_fits(source: np.ndarray, target: np.ndarray, max_tokens: int) -> None:
-    """Raise InputError (a ValueError) if an example alone exceeds `max_tokens` on either side."""
-    longest = int(max(source.max(initial=0), target.max(initial=0)))
-    if longest > max_tokens:
-        raise InputError(
-            f"An example has {longest} tokens, more than max_tokens={max_tokens} per batch: raise max_tokens "
-            f"(--max_tokens_per_batch) to at least {longest} or truncate shorter (--max_source_length / "
-            "--max_target_length)."
-        )
+def _check_fits(longest: int, padded: np.ndarray, max_tokens: int, multiple: int | None, bucketed: bool) -> None:
+    """Raise InputError (a ValueError) if an example alone exceeds `max_tokens` on a side, as padded (`padded`: each
+    example's longer side padded to a `multiple` and, if `bucketed`, to its bucket; `longest`: the longest side)."""
+    most = int(padded.max(initial=0))
+    if most <= max_tokens:
+        return
+    padding = " and ".join([f"to a multiple of {multiple}"] * bool(multiple) + ["to its bucket"] * bucketed)
+    padded_as = f" ({most} as padded {padding})" if most != longest else ""
+    fits = [n for n in range(max_tokens, 0, -1)
+            if (bucket_length if bucketed else int)(_padded_lengths([n], multiple)[0]) <= max_tokens][:1]
+    shorter = f"to at most {fits[0]} tokens" if fits else "shorter"
+    raise InputError(
+        f"An example has {longest} tokens{padded_as}, more than max_tokens={max_tokens} per batch: raise max_tokens "
+        f"(--max_tokens_per_batch) to at least {most} or truncate {shorter} (--max_source_length / "
+        f"--max_target_length){', or pass --bucket_shapes false' if bucketed else ''}."
+    )
 
 
 def _replica_placement(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
@@ -178,3 +187,7 @@ class BucketPaddingCollator(DataCollatorForSeq2Seq):
         longest = max(len(feature[key]) for feature in features for key in ("input_ids", "labels") if key in feature)
         to_bucket = dataclasses.replace(self, padding="max_length", max_length=bucket_length(longest))
         return DataCollatorForSeq2Seq.__call__(to_bucket, features, return_tensors)
+
+    def each_side_to_its_longest(self) -> DataCollatorForSeq2Seq:
+        """The same collator without the buckets: for evaluation, whose batches generate() translates."""
+        return DataCollatorForSeq2Seq(**{each.name: getattr(self, each.name) for each in dataclasses.fields(self)})

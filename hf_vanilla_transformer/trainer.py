@@ -339,14 +339,19 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
                         dataloader_key=None) -> DataLoader:
         """The Trainer's, with --dataloader_drop_last for training batches alone: the Trainer drops an evaluation's
         last batch too, which scored part of the validation set, left translations out of generated_predictions.txt
-        and, for a set smaller than one batch, gave compute_metrics nothing to score."""
-        drop_last = self.args.dataloader_drop_last
+        and, for a set smaller than one batch, gave compute_metrics nothing to score. With the bucketing collator,
+        evaluation batches are padded as `DataCollatorForSeq2Seq` pads them, each side to its own longest: bucketed,
+        a batch's sources were padded to its longest reference, and generate()'s length limit (the padded source
+        length + 50) grew with the references, which changed the scores and translations."""
+        drop_last, collator = self.args.dataloader_drop_last, self.data_collator
         self.args.dataloader_drop_last = drop_last and is_training
+        if isinstance(collator, BucketPaddingCollator) and not is_training:
+            self.data_collator = collator.each_side_to_its_longest()
         try:
             return super()._get_dataloader(dataset, description, batch_size, sampler_fn=sampler_fn,
                                            is_training=is_training, dataloader_key=dataloader_key)
         finally:
-            self.args.dataloader_drop_last = drop_last
+            self.args.dataloader_drop_last, self.data_collator = drop_last, collator
 
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
                         metric_key_prefix="eval"):

@@ -115,6 +115,21 @@ def test_too_long_example_is_an_error_that_says_what_to_do():
         TokenBatchSampler([10, 31], [5, 5], 30)
 
 
+@pytest.mark.parametrize("length, max_tokens, options, message", [
+    (100, 100, {"bucket_shapes": True}, "An example has 100 tokens (104 as padded to its bucket), more than max_tokens=100 "
+     "per batch: raise max_tokens (--max_tokens_per_batch) to at least 104 or truncate to at most 96 tokens "
+     "(--max_source_length / --max_target_length), or pass --bucket_shapes false."),
+    (12, 10, {"pad_to_multiple_of": 8}, "An example has 12 tokens (16 as padded to a multiple of 8), more than "
+     "max_tokens=10 per batch: raise max_tokens (--max_tokens_per_batch) to at least 16 or truncate to at most 8"),
+])
+def test_an_example_too_long_once_padded_is_told_its_own_length_and_what_fits(length, max_tokens, options, message):
+    """Under --bucket_shapes the error gave the bucketed length as the example's ("An example has 104 tokens" for
+    100), and advised truncating to max_tokens, which still did not fit."""
+    with pytest.raises(ValueError) as error:
+        TokenBatchSampler([length], [3], max_tokens, **options)
+    assert str(error.value).startswith(message)
+
+
 def test_pad_to_multiple_of_counts_the_padded_length():
     sampler = TokenBatchSampler([9] * 8, None, 64, pad_to_multiple_of=8)
     assert {len(b) for b in sampler.batches} == {4}  # 4 x 16 padded tokens, not 7 x 9

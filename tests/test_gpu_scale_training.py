@@ -102,6 +102,26 @@ def test_trainer_batches_have_the_sampler_shapes_with_the_bucket_collator(tmp_pa
     assert all(batch_rows * length <= 256 for batch_rows, length in shapes) and len(shapes) <= 12
 
 
+def test_evaluation_batches_are_not_bucketed_so_the_references_do_not_lengthen_the_translations(tmp_path):
+    """The bucketing collator padded an evaluation batch's sources to the bucket of its longest reference, and
+    generate()'s limit (the padded source length + 50) grew with it: 146 new tokens for 8-token sources, not 58."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+
+    rng = np.random.default_rng(1)
+    rows = [{"input_ids": rng.integers(3, 99, n).tolist() + [2], "labels": rng.integers(3, 99, m).tolist() + [2]}
+            for n, m in zip(rng.integers(1, 8, 16), rng.integers(1, 90, 16))]
+    model = VanillaTransformerForConditionalGeneration(tiny_config(max_position_embeddings=256))
+    model.generation_config.update(num_beams=1, eos_token_id=None)  # translations run to the limit
+    args = TokenBatchingSeq2SeqTrainingArguments(tmp_path, max_tokens_per_batch=256, report_to="none", use_cpu=True,
+                                                 predict_with_generate=True, per_device_eval_batch_size=8)
+    trainer = TokenBatchingSeq2SeqTrainer(model=model, args=args, data_collator=BucketPaddingCollator(tokenizer(),
+                                                                                                      model=model))
+    predictions = trainer.predict(Dataset.from_list(rows)).predictions
+    longest_source = max(len(row["input_ids"]) for row in rows)
+    assert predictions.shape == (16, 1 + longest_source + 50)  # the start token, then the source length + 50
+    assert isinstance(trainer.data_collator, BucketPaddingCollator)  # training batches stay bucketed
+
+
 def test_the_parameters_are_counted_once_a_run_for_the_flops_not_at_every_step(tmp_path, monkeypatch):
     """The Trainer's `total_flos` (6 x source tokens x non-embedding parameters) without walking every module at
     every step, on the host, while the device waits."""

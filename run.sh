@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's two commands, on a machine with nothing but Python 3.10+:
+# The README's two commands, on a machine with nothing but Python 3.11+:
 #   ./run.sh main [flags]   train the main job into runs/numbers (extra flags go to scripts/train_translation.py)
 #   ./run.sh test [args]    run the tests in 2 processes (TEST_WORKERS=...; extra arguments go to pytest)
 # Both first make the environment if it is missing: a virtual environment in .venv (VENV=... for another place),
@@ -12,8 +12,8 @@ TORCH="${TORCH:-torch==2.13.0}"
 
 setup() {
     if [ ! -x "$VENV/bin/python" ]; then
-        if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
-            echo "run.sh: needs Python 3.10 or newer as python3" >&2
+        if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+            echo "run.sh: needs Python 3.11 or newer as python3 (transformers 5.23 does)" >&2
             exit 2
         fi
         python3 -m venv "$VENV"

@@ -29,7 +29,18 @@ from .metrics import LANGUAGE_NAMES, language_code
 
 logger = logging.getLogger(__name__)
 
-TEMPLATE_PATH = Path(str(resources.files("hf_vanilla_transformer.model_cards") / "translation_model_card.md"))
+
+def _template_location() -> Path:
+    """Where the card's template is: in the installed package (pyproject maps the repository's model_cards/ into
+    it), else, in a source tree on `sys.path` (a checkout not installed, or one hiding the installed copy), beside
+    the package."""
+    try:
+        return Path(str(resources.files("hf_vanilla_transformer.model_cards") / "translation_model_card.md"))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "model_cards" / "translation_model_card.md"
+
+
+TEMPLATE_PATH = _template_location()
 CARD_INPUTS_FILE = "model_card_inputs.json"
 DEFAULT_TAGS = ("translation", "seq2seq", "transformer", "attention-is-all-you-need", "vanilla-transformer")
 DEFAULT_LICENSE = "apache-2.0"  # this package's, for a model trained from scratch with it

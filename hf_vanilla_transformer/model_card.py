@@ -60,6 +60,7 @@ RECIPE_FIELDS = {
     "max_grad_norm": "Gradient clipping (max norm)",
     "label_smoothing_factor": "Label smoothing",
     "max_tokens_per_batch": "Tokens per batch (per device)",
+    "bucket_shapes": "Batches padded to bucketed lengths",
     "per_device_train_batch_size": "Sentences per batch (per device)",
     "gradient_accumulation_steps": "Gradient accumulation steps",
     "world_size": "Devices",
@@ -72,7 +73,7 @@ RECIPE_FIELDS = {
 }
 # Values that mean "not used": left out of the recipe table.
 _UNSET = {"lr_scheduler_kwargs": ({},), "max_steps": (-1,), "warmup_steps": (0,), "warmup_ratio": (0.0,),
-          "bf16": (False,), "fp16": (False,), "max_grad_norm": (0.0,)}
+          "bf16": (False,), "fp16": (False,), "max_grad_norm": (0.0,), "bucket_shapes": (False,)}
 # Schedules that take no warmup (transformers' get_scheduler passes them no num_warmup_steps), and the optimizers that
 # warm up by themselves with `warmup_steps` whatever the schedule (trainer_optimizer.py).
 _SCHEDULES_WITHOUT_WARMUP = {"constant", "reduce_lr_on_plateau", "greedy"}

@@ -653,3 +653,18 @@ def test_the_saved_card_inputs_keep_counts_as_integers(model_dir, training_args,
                     metrics={"train_samples": np.int64(29000), "eval_bleu": np.float32(27.5)})
     saved = json.loads((folder / CARD_INPUTS_FILE).read_text())["metrics"]
     assert saved == {"train_samples": 29000, "eval_bleu": 27.5} and isinstance(saved["train_samples"], int)
+
+
+def test_the_recipe_names_bucketed_batches_where_the_run_had_them(model_dir, tmp_path):
+    """--bucket_shapes (on by default on a GPU) packs other batches than the same run elsewhere: the card said
+    nothing of it, and a run reproduced from its card on another machine trained on other batches."""
+    from hf_vanilla_transformer.model_card import create_model_card
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainingArguments
+
+    def recipe(**arguments):
+        args = TokenBatchingSeq2SeqTrainingArguments(output_dir=str(tmp_path), report_to=[], max_tokens_per_batch=4096,
+                                                     **arguments)
+        return create_model_card(model_dir, source_lang="de", target_lang="en", training_args=args).text
+
+    assert "| Batches padded to bucketed lengths | yes |" in recipe(bucket_shapes=True)
+    assert "bucketed" not in recipe(bucket_shapes=False)

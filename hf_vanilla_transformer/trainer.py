@@ -15,7 +15,7 @@ import datasets
 import torch
 from accelerate import PartialState
 from accelerate.utils import DynamoBackend
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, SequentialSampler
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import seed_worker
@@ -332,8 +332,15 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             worker_init_fn=partial(
                 seed_worker, num_workers=self.args.dataloader_num_workers, rank=self.args.process_index
             ),
+            generator=self._workers_seed_generator(),
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
+
+    def _workers_seed_generator(self) -> torch.Generator:
+        """A training DataLoader's own generator for the seed each pass draws for its workers. Drawn from torch's,
+        it took a number from the training's dropout at every epoch, but at the first alone where the workers are
+        persistent, so a run resumed at an epoch's start did not end as the run it continued."""
+        return torch.Generator().manual_seed(self.args.data_seed if self.args.data_seed is not None else self.args.seed)
 
     def _get_dataloader(self, dataset, description, batch_size, sampler_fn=None, is_training=False,
                         dataloader_key=None) -> DataLoader:
@@ -342,16 +349,21 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         and, for a set smaller than one batch, gave compute_metrics nothing to score. With the bucketing collator,
         evaluation batches are padded as `DataCollatorForSeq2Seq` pads them, each side to its own longest: bucketed,
         a batch's sources were padded to its longest reference, and generate()'s length limit (the padded source
-        length + 50) grew with the references, which changed the scores and translations."""
+        length + 50) grew with the references, which changed the scores and translations. A training DataLoader
+        gets a generator of its own (see `_workers_seed_generator`)."""
         drop_last, collator = self.args.dataloader_drop_last, self.data_collator
         self.args.dataloader_drop_last = drop_last and is_training
         if isinstance(collator, BucketPaddingCollator) and not is_training:
             self.data_collator = collator.each_side_to_its_longest()
         try:
-            return super()._get_dataloader(dataset, description, batch_size, sampler_fn=sampler_fn,
-                                           is_training=is_training, dataloader_key=dataloader_key)
+            loader = super()._get_dataloader(dataset, description, batch_size, sampler_fn=sampler_fn,
+                                             is_training=is_training, dataloader_key=dataloader_key)
         finally:
             self.args.dataloader_drop_last, self.data_collator = drop_last, collator
+        base = getattr(loader, "base_dataloader", loader)  # the DataLoader that accelerate's wrapper iterates
+        if is_training and base.generator is None:
+            base.generator = self._workers_seed_generator()  # read by each pass (evaluation: see evaluation_loop)
+        return loader
 
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
                         metric_key_prefix="eval"):
@@ -360,18 +372,39 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         repeats to give every process full batches, so metrics and translations counted them twice or more.
 
         The loss it reports is the mean over the evaluation's target tokens. The Trainer's is the mean of the
-        batches' token means, weighted by sentences, so it changed with the batch size and the process count."""
+        batches' token means, weighted by sentences, so it changed with the batch size and the process count.
+
+        The training's random numbers are as they were after it: each pass over a DataLoader draws its workers' seed
+        from torch's generator, except on a persistent worker loader's later passes, so the dropout of the training
+        that followed changed with the evaluations, with the worker settings, and in a resumed run (which draws at
+        its first evaluation again)."""
         self.gather_function = self.accelerator.gather_for_metrics
         self._evaluation_token_loss = torch.zeros(2, device=self.args.device)  # summed token losses, tokens
         try:
-            output = super().evaluation_loop(
-                dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+            with self._training_random_numbers_kept():
+                output = super().evaluation_loop(
+                    dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
             total, tokens = self._evaluation_token_loss.tolist()
         finally:
             self._evaluation_token_loss = None
         if f"{metric_key_prefix}_loss" in output.metrics and tokens > 0 and math.isfinite(total):
             output.metrics[f"{metric_key_prefix}_loss"] = total / tokens
         return output
+
+    def _training_random_numbers_kept(self) -> contextlib.AbstractContextManager:
+        """torch's random number generators (CPU, and the accelerator's) restored on leaving."""
+        device = self.args.device
+        on_accelerator = device.type not in ("cpu", "meta")
+        return torch.random.fork_rng(devices=[device] if on_accelerator else [],
+                                     device_type=device.type if on_accelerator else "cuda")
+
+    def _get_eval_sampler(self, eval_dataset):
+        """The evaluation's sentences in the data's order: the Trainer grouped them by length under
+        --train_sampling_strategy group_by_length, a training setting, and generated_predictions.txt came out in that
+        order (line i no longer translated line i)."""
+        if self.args.train_sampling_strategy != "group_by_length" or eval_dataset is None:
+            return super()._get_eval_sampler(eval_dataset)
+        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None, **gen_kwargs):
         """Seq2SeqTrainer's step, leaving the model's generation config as it was.
@@ -530,9 +563,13 @@ class StopOnNonFiniteLoss(TrainerCallback):
 
 
 def close_progress_bar(trainer) -> None:
-    """Close the Trainer's training progress bar, as the end of training does, so that a message printed next is on
-    a line of its own (tqdm would otherwise draw the bar again after it, as it closes the bar at exit)."""
+    """Close the Trainer's progress bars (training's, as the end of training does, and an evaluation's), so that a
+    message printed next is on a line of its own (tqdm would otherwise draw a bar again after it, as it closes the
+    bar at exit)."""
     for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, ProgressCallback) and callback.prediction_bar is not None:
+            callback.prediction_bar.close()
+            callback.prediction_bar = None
         if isinstance(callback, ProgressCallback) and callback.training_bar is not None:
             callback.on_train_end(trainer.args, trainer.state, trainer.control)
 

@@ -1201,11 +1201,19 @@ def setup_logging(training_args) -> None:
     transformers.utils.logging.set_verbosity(level)
     transformers.utils.logging.enable_default_handler()
     transformers.utils.logging.enable_explicit_format()
+    logging.getLogger("transformers.trainer_utils").addFilter(not_the_mtime_warning)
     if training_args.disable_tqdm:  # no bars at all, not only the Trainer's: none from tokenizing or saving either
         datasets.disable_progress_bars()
         transformers.utils.logging.disable_progress_bar()
     elif not training_args.should_log:  # the data's bars once, from the main process, as the Trainer's are
         datasets.disable_progress_bars()
+
+
+def not_the_mtime_warning(record: logging.LogRecord) -> bool:
+    """False for the Trainer's warning that file modification times "may not be reliable": it orders checkpoints by
+    their times to delete the oldest, and where these lie within a second (checkpoints saved in quick succession, as
+    on a GPU) orders them by step, which is what this script wants, and no fault of the file system."""
+    return not record.getMessage().startswith("mtime may not be reliable")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -1329,6 +1337,7 @@ def main(argv: list[str] | None = None) -> dict:
         try:
             prediction = trainer.predict(tokenized[split], metric_key_prefix=prefix)
         except KeyboardInterrupt:  # Ctrl-C while scoring: the trained model is saved already
+            close_progress_bar(trainer)
             if not training_args.do_train:
                 raise
             raise KeyboardInterrupt(not_scored(training_args.output_dir)) from None

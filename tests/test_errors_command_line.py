@@ -533,6 +533,28 @@ def test_ctrl_c_closes_the_progress_bar_before_its_message(tmp_path, monkeypatch
     assert err.splitlines()[-1].startswith("train_translation.py: interrupted: no checkpoint was saved yet")
 
 
+def test_ctrl_c_while_scoring_closes_the_scorings_progress_bar_before_its_message(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during the final translation of validation: tqdm drew the scoring's bar again after the message."""
+    from transformers.trainer_callback import ProgressCallback
+
+    bars = []
+    step = ProgressCallback.on_prediction_step
+
+    def interrupted_at_the_second_batch(self, args, state, control, eval_dataloader=None, **kwargs):
+        step(self, args, state, control, eval_dataloader=eval_dataloader, **kwargs)
+        bars.append(self)
+        if len(bars) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ProgressCallback, "on_prediction_step", interrupted_at_the_second_batch)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
+                             "--number_words_eval_size", "40", "--max_steps", "2", "--eval_strategy", "no",
+                             "--per_device_eval_batch_size", "8", "--save_strategy", "no", "--disable_tqdm", "false",
+                             monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 130 and bars[-1].prediction_bar is None
+    assert err.splitlines()[-1].startswith("train_translation.py: interrupted: the run's model is saved in")
+
+
 @pytest.mark.parametrize("script", [
     "train_translation", "translate", "average_checkpoints", "plot_attention", "push_to_hub", "export_ctranslate2",
 ])

@@ -114,6 +114,22 @@ def card_example_of(out):
     return example
 
 
+def test_checkpoints_saved_within_a_second_raise_no_file_system_warning(tmp_path):
+    """transformers warned "mtime may not be reliable on this filesystem" whenever the checkpoints it rotates were
+    saved within a second, as on a GPU, and then did what the script wants (ordered them by step)."""
+    run = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "train_translation.py"), "--output_dir", str(tmp_path / "run"),
+         "--number_words_train_size", "200", "--number_words_eval_size", "8", "--d_model", "32", "--layers", "1",
+         "--attention_heads", "4", "--ffn_dim", "64", "--vocab_size", "300", "--max_steps", "4", "--save_steps", "1",
+         "--save_total_limit", "2", "--eval_strategy", "no", "--average_last_checkpoints", "0",
+         "--max_predict_samples", "2", "--max_eval_samples", "2", "--disable_tqdm", "true"],
+        capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert sorted(path.name for path in (tmp_path / "run").glob("checkpoint-*")) == ["checkpoint-3", "checkpoint-4"]
+    assert "mtime" not in run.stdout + run.stderr
+
+
 def test_the_card_example_is_a_short_source_sentence_of_the_data():
     from datasets import Dataset, DatasetDict
 

@@ -219,9 +219,9 @@ def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int, first
     lines_are = "1 line is" if len(numbers) == 1 else f"{len(numbers)} lines are"
     why = ("the model's max_position_embeddings" if limit < LONG_LINE_TOKENS
            else "the longest sources train_translation.py trains on (--max_source_length 256)")
-    print(f"translate.py: warning: {lines_are} longer than {limit} tokens ({shown}), {why}: the model translates such "
-          "a line slowly, with much memory, and often cut short or into nonsense. Split long lines into sentences, "
-          "one a line.", file=sys.stderr)
+    print(f"translate.py: warning: {lines_are} longer than {limit} tokens (line{'s' * (len(numbers) > 1)} {shown}), "
+          f"{why}: the model translates such a line slowly, with much memory, and often cut short or into nonsense. "
+          "Split long lines into sentences, one a line.", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

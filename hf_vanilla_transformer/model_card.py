@@ -663,12 +663,16 @@ def _is_hub_id(name: str) -> bool:
 
 
 def _local_folder_name(name: str | None) -> str | None:
-    """The folder's name alone ("x" for /home/alice/runs/x) for a model or tokenizer named by a local path: one that
-    exists here, or no Hub id (a path on the machine the card was first rendered on); None for a Hub id or none."""
+    """The folder's name alone ("x" for /home/alice/runs/x, and for its file x/tokenizer.json, as --tokenizer_name
+    takes) for a model or tokenizer named by a local path: one that exists here, or no Hub id (a path on the machine
+    the card was first rendered on); None for a Hub id or none."""
     if not name or _is_hub_id(name):
         return None
     path = Path(name).expanduser()
-    return (path.resolve() if path.exists() else path).name or "a local folder"
+    path = path.resolve() if path.exists() else path
+    if path.is_file() or path.suffix == ".json":
+        path = path.parent
+    return path.name or "a local folder"
 
 
 _QUOTED_PATH = re.compile(r"`[/~.][^`]*/([^`/]+)`")

@@ -347,6 +347,18 @@ def test_local_paths_are_not_published(model_dir, tmp_path):
     assert ModelCard.load(folder / "README.md").data.base_model is None
 
 
+def test_a_tokenizer_given_as_its_tokenizer_json_is_named_by_its_folder(model_dir, tmp_path):
+    """--tokenizer_name takes a folder or its tokenizer.json: the card said "the local folder `tokenizer.json`"."""
+    (tmp_path / "multi30k").mkdir()
+    (tmp_path / "multi30k" / "tokenizer.json").write_text("{}")
+    folder = shutil.copytree(model_dir, tmp_path / "model",
+                             ignore=shutil.ignore_patterns("README.md", CARD_INPUTS_FILE))
+    save_model_card(folder, source_lang="de", target_lang="en",
+                    tokenizer_from=str(tmp_path / "multi30k" / "tokenizer.json"))
+    assert "The vocabulary is the one of the local folder `multi30k`, reused" in (folder / "README.md").read_text()
+    assert json.loads((folder / CARD_INPUTS_FILE).read_text())["tokenizer_from"] == "./multi30k"
+
+
 def test_pre_ln_and_no_metrics(tmp_path):
     model_dir = make_tiny_model_dir(tmp_path / "model")
     config = json.loads((model_dir / "config.json").read_text())

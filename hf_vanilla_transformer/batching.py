@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import torch
 from torch.utils.data import Sampler
 from transformers import DataCollatorForSeq2Seq
+from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from .errors import InputError
 
@@ -176,6 +177,24 @@ def _pack(order: np.ndarray, source: np.ndarray, target: np.ndarray, max_tokens:
     if batch:
         batches.append(batch)
     return batches
+
+
+class SeededLengthGroupedSampler(LengthGroupedSampler):
+    """transformers' `LengthGroupedSampler` (--train_sampling_strategy group_by_length with sentence batches), its
+    order drawn from `seed` and the epoch alone (`set_epoch`), as `TokenBatchSampler`'s is. The Trainer's drew it
+    from torch's generator at each epoch's start: a resumed run trained on other batches than the run it continued,
+    and each draw took a number from the dropout's."""
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int) -> None:
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        self.generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        return super().__iter__()
 
 
 @dataclasses.dataclass

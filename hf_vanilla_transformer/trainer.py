@@ -18,11 +18,12 @@ from accelerate.utils import DynamoBackend
 from torch.utils.data import DataLoader, SequentialSampler
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_pt_utils import LengthGroupedSampler
 from transformers.trainer_utils import seed_worker
 
 from transformers.utils import logging
 
-from .batching import BucketPaddingCollator, TokenBatchSampler
+from .batching import BucketPaddingCollator, SeededLengthGroupedSampler, TokenBatchSampler
 from .checkpoints import (
     CHECKPOINT_COMPLETE,
     RESUMED_ARGUMENTS,
@@ -172,8 +173,8 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._interval_start: float | None = None
         self._seconds_outside_training = 0.0  # since then: evaluating and saving checkpoints
         self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
-        if self.max_tokens_per_batch:
-            self.add_callback(_EpochToSamplerCallback(self))
+        self._length_grouped_sampler: SeededLengthGroupedSampler | None = None
+        self.add_callback(_EpochToSamplerCallback(self))
         if self.is_fsdp_enabled:
             share_one_embedding_module(self.model)
             self.add_callback(_LogSharding())
@@ -335,6 +336,17 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             generator=self._workers_seed_generator(),
         )
         return keep_rank_aware_batches(self.accelerator.prepare(loader), sampler)
+
+    def _get_train_sampler(self, train_dataset=None):
+        """The Trainer's sampler; under --train_sampling_strategy group_by_length a `SeededLengthGroupedSampler`,
+        whose order the run's seed and the epoch give, so that a resumed run trains on the batches of the run it
+        continues."""
+        sampler = super()._get_train_sampler(train_dataset)
+        if type(sampler) is LengthGroupedSampler:
+            seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+            sampler = SeededLengthGroupedSampler(sampler.batch_size, sampler.lengths, seed)
+            self._length_grouped_sampler = sampler
+        return sampler
 
     def _workers_seed_generator(self) -> torch.Generator:
         """A training DataLoader's own generator for the seed each pass draws for its workers. Drawn from torch's,
@@ -503,8 +515,9 @@ class _EpochToSamplerCallback(TrainerCallback):
 
     def on_epoch_begin(self, args, state, control, **kwargs):
         """Epoch e starts at state.epoch == e (or e + fraction when resuming mid-epoch)."""
-        if self.trainer._token_batch_sampler is not None:
-            self.trainer._token_batch_sampler.set_epoch(int(state.epoch or 0))
+        for sampler in (self.trainer._token_batch_sampler, self.trainer._length_grouped_sampler):
+            if sampler is not None:
+                sampler.set_epoch(int(state.epoch or 0))
 
 
 class WarnAboutEndlessWarmup(TrainerCallback):

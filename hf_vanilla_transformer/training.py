@@ -1218,6 +1218,8 @@ def not_the_mtime_warning(record: logging.LogRecord) -> bool:
 
 def main(argv: list[str] | None = None) -> dict:
     """Train, evaluate on validation (BLEU, chrF with beam 4), translate the test split; returns all metrics."""
+    if int(os.environ.get("RANK") or 0) > 0:  # another process of a launch: the flags' warnings are the first's to
+        logging.getLogger(__package__).setLevel(logging.ERROR)  # give, once, as setup_logging has it for later ones
     model_args, data_args, training_args = parse_arguments(sys.argv[1:] if argv is None else argv)
     if training_args.push_to_hub:  # a push that cannot happen fails now, not after the training
         check_push_flags(training_args)

@@ -299,3 +299,27 @@ def test_evaluation_keeps_the_datas_order_under_group_by_length(tmp_path):
     trainer = trainer_for(tmp_path, dataset, train_sampling_strategy="group_by_length", per_device_eval_batch_size=8)
     order = [ids for batch in trainer.get_eval_dataloader(dataset) for ids in example_ids(batch)]
     assert order == [tuple(ids) for ids in dataset["input_ids"]]
+
+
+def test_group_by_length_batches_come_from_the_seed_and_the_epoch_alone(tmp_path):
+    """transformers' LengthGroupedSampler drew each epoch's order from torch's generator: a run resumed from a
+    checkpoint (which restores that generator's state mid-epoch) trained on other batches than the run it continued,
+    and each draw took a number from the dropout's."""
+    import torch
+
+    dataset = tokenized_dataset(40)
+
+    def batches(epoch: int, torch_seed: int) -> list:
+        trainer = trainer_for(tmp_path, dataset, per_device_train_batch_size=8,
+                              train_sampling_strategy="group_by_length")
+        loader = trainer.get_train_dataloader()
+        loader.set_epoch(epoch)  # as the Trainer does at each epoch's start
+        torch.manual_seed(torch_seed)  # whatever torch's generator holds at the epoch's start
+        before = torch.get_rng_state()
+        order = [example_ids(batch) for batch in loader]
+        assert torch.equal(torch.get_rng_state(), before)
+        return order
+
+    assert batches(1, torch_seed=0) == batches(1, torch_seed=1) != batches(0, torch_seed=0)
+    assert sorted(ids for batch in batches(1, 0) for ids in batch) == sorted(
+        tuple(ids) for ids in dataset["input_ids"])

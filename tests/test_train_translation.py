@@ -599,6 +599,28 @@ def test_trainer_flags_that_would_fail_or_be_ignored_later_are_refused_at_once(t
     assert message in str(error.value)
 
 
+def test_the_flags_warnings_come_from_the_first_process_of_a_launch_alone(tmp_path, caplog, monkeypatch):
+    """Under `accelerate launch --num_processes 2` every process printed them, before its logging was set up."""
+    import hf_vanilla_transformer.training as training
+
+    class Parsed(Exception):
+        pass
+
+    def parsed(training_args):
+        raise Parsed
+
+    monkeypatch.setattr(training, "setup_logging", parsed)
+    package = logging.getLogger("hf_vanilla_transformer")
+    monkeypatch.setattr(package, "level", package.level)  # as it was, after the test
+    for rank, said in (("1", False), ("0", True)):
+        monkeypatch.setenv("RANK", rank)
+        package.setLevel(logging.NOTSET)  # each process runs main once
+        caplog.clear()
+        with caplog.at_level(logging.WARNING), pytest.raises(Parsed):
+            main(["--output_dir", str(tmp_path), "--hub_strategy", "every_save"])
+        assert ("--hub_strategy has no effect here" in caplog.text) is said, rank
+
+
 def test_flags_that_imply_others_get_them(tmp_path, caplog):
     """--save_steps alone saves by steps (the script's default is by epoch; transformers' by steps); keeping the best
     checkpoint saves at each evaluation and does not average; flags this run does not use are named."""

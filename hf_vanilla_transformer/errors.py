@@ -166,12 +166,16 @@ def device_from_name(value: str, flag: str = "--device"):
 
 
 def usable_device(value: str, flag: str = "--device"):
-    """`value` as a `torch.device` this machine has; an InputError naming `flag` for a name torch does not know
-    (`device_from_name`), a device type it cannot use here, or an index past the last device."""
+    """`value` as a `torch.device` this machine has and computes on; an InputError naming `flag` for a name torch does
+    not know (`device_from_name`), the meta device, a device type it cannot use here, or an index past the last
+    device."""
     import torch
 
     device = device_from_name(value, flag)
-    if device.type in ("cpu", "meta"):
+    if device.type == "meta":
+        raise InputError(f"{flag} {value}: the meta device holds shapes without numbers, so nothing is computed on "
+                         f"it; pass {flag} cpu, or a GPU's.")
+    if device.type == "cpu":
         return device
     module = getattr(torch, device.type, None)
     if module is None or not getattr(module, "is_available", lambda: False)():

@@ -36,6 +36,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.append(str(REPO))
 
 QUANTIZATIONS = ["int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32"]
+MAX_POSITIONS = 100_000
 
 
 def parse_arguments(argv=None):
@@ -57,6 +58,9 @@ def parse_arguments(argv=None):
     args = parser.parse_args(argv)
     if args.max_positions is not None and args.max_positions < 1:
         parser.error("--max_positions must be at least 1.")
+    if args.max_positions is not None and args.max_positions > MAX_POSITIONS:
+        parser.error(f"--max_positions must be at most {MAX_POSITIONS:,} (a table of encodings that long takes "
+                     f"gigabytes, for sentences no model translates), got {args.max_positions:,}.")
     output_dir = Path(args.output_dir)  # checked before the model loads: a traceback once it had
     if file := file_above(output_dir):
         parser.error(f"{args.output_dir} lies in {file}, which is a file: give a folder for the export.")
@@ -70,7 +74,7 @@ repository's TensorFlow, Flax and Rust weights, which would triple the download.
 
 def main(argv=None) -> Path:
     args = parse_arguments(argv)
-    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.errors import InputError, first_line
     from hf_vanilla_transformer.export import CTRANSLATE2_MISSING, ExportTargetExists, export_ctranslate2
     from hf_vanilla_transformer.hub import check_model_dir, loading_from, model_location
 
@@ -100,10 +104,10 @@ def main(argv=None) -> Path:
         ) from error
     except FileExistsError as error:
         raise InputError(str(error)) from error
-    except OSError as error:  # a folder that cannot be made or written (a read-only place); not a model's OSError
+    except OSError as error:  # a folder that cannot be made or written (a read-only place), or a damaged model
         out, where = Path(args.output_dir).resolve(), Path(error.filename or "").resolve()
         if not error.filename or not (where == out or where in out.parents or out in where.parents):
-            raise
+            raise InputError(f"Cannot load the model from {args.model}: {first_line(error)}") from error
         raise InputError(f"Cannot write the export into {args.output_dir}: {error.strerror or error}.") from error
     print(f"wrote {out_dir} ({args.quantization or 'float32'} weights)")
     return out_dir

@@ -23,6 +23,7 @@ FILES = {
 }
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".pdf", ".svg"}
+MAX_PLOTTED_POSITIONS = 10_000
 
 
 def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
@@ -46,12 +47,20 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     args = parser.parse_args(argv)
     from hf_vanilla_transformer.pipeline_translation import normalize_text
 
+    for name, text in (("The sentence", args.sentence), ("--target", args.target)):
+        try:
+            (text or "").encode("utf-8")
+        except UnicodeEncodeError:  # bytes the terminal's encoding did not decode, kept as surrogates by Python
+            parser.error(f"{name} is not UTF-8 text: write it in UTF-8 (or set the terminal's locale to UTF-8).")
     if not normalize_text(args.sentence):  # as the pipeline reads it: blank, or invisible characters only
         parser.error("The sentence is empty.")
     if args.target is not None and not args.target.strip():
         parser.error("--target is empty: give a translation to draw, or leave --target out to draw the model's own.")
     if args.max_positions < 2:
         parser.error(f"--max_positions must be at least 2 (a curve needs two positions), got {args.max_positions}.")
+    if args.max_positions > MAX_PLOTTED_POSITIONS:
+        parser.error(f"--max_positions must be at most {MAX_PLOTTED_POSITIONS:,} (a plot shows no more; the encodings "
+                     f"of longer inputs are computed alike), got {args.max_positions:,}.")
     args.kinds = list(dict.fromkeys(args.kinds))  # each drawn once
     output_dir = Path(args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():

@@ -44,6 +44,9 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
     card.add_argument("--license", help="the model's license (default: as saved: the license of the model a run "
                       "fine-tuned or converted, else apache-2.0)")
     args = parser.parse_args(argv)
+    for flag in ("revision", "commit_message", "source_lang", "target_lang", "dataset_name", "license"):
+        if getattr(args, flag) is not None and not getattr(args, flag).strip():  # "" blanked the card's language
+            parser.error(f"--{flag} is empty: give a value, or leave the flag out to keep what is saved.")
     if args.create_pr and args.revision not in (None, "main"):  # huggingface_hub raises it after the card work
         parser.error(f"--create_pr opens a pull request against the default branch: leave out --revision "
                      f"{args.revision}, or push to that branch without --create_pr.")

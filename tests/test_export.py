@@ -273,6 +273,7 @@ def test_a_tokenizer_larger_than_the_models_vocabulary_is_one_line(tmp_path, mon
 @pytest.mark.parametrize("damaged, message", [
     ("tokenizer.json", "tokenizer"),  # was exported with placeholder tokens <id_N>, status 0
     ("config.json", "Cannot load a model's config from"),  # was an OSError's traceback
+    ("model.safetensors", "Cannot load the model from"),  # was an OSError's traceback too
 ])
 def test_a_damaged_file_of_the_folder_is_one_line_and_no_export(tmp_path, monkeypatch, capsys, damaged, message):
     from hf_vanilla_transformer.errors import DEBUG_VARIABLE, run_command
@@ -563,3 +564,10 @@ def test_a_missing_ctranslate2_is_one_line_naming_the_export_extra(tmp_path, mon
     with pytest.raises(ImportError) as error:
         export_ctranslate2(VanillaTransformerForConditionalGeneration(tiny_config()), tmp_path / "ct2")
     assert str(error.value) == expected and not (tmp_path / "ct2").exists()
+
+
+def test_a_position_table_past_any_sentence_is_refused_before_the_model_loads(tmp_path, capsys):
+    """--max_positions 100000000 was killed for memory (status 137, no message)."""
+    with pytest.raises(SystemExit) as exit_info:
+        export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2"), "--max_positions", "100000000"])
+    assert exit_info.value.code == 2 and "--max_positions must be at most 100,000" in capsys.readouterr().err

@@ -180,6 +180,9 @@ def test_script_writes_the_four_pictures(model_dir, tmp_path, capsys):
         (["MODEL", SENTENCE, "--max_positions", "0"], "--max_positions must be at least 2 (a curve needs two "
          "positions), got 0"),
         (["MODEL", SENTENCE, "--max_positions", "1"], "--max_positions must be at least 2"),
+        (["MODEL", SENTENCE, "--max_positions", "100000000"], "--max_positions must be at most 10,000"),  # 25 GB
+        (["MODEL", "vier\udce4zig"], "The sentence is not UTF-8 text"),  # a Latin-1 terminal's bytes: a traceback
+        (["MODEL", SENTENCE, "--target", "for\udce4ty"], "--target is not UTF-8 text"),
         (["MODEL", SENTENCE, "-o", "FILE"], "is a file: give a folder for the PNGs"),
         (["MODEL", SENTENCE, "-o", "FILE/plots"], "lies in FILE, which is a file: give a folder for the PNGs"),
         (["MODEL", SENTENCE, "--target", " "], "--target is empty"),

@@ -174,6 +174,16 @@ def test_a_pull_request_to_a_branch_is_one_message(run_dir, capsys):
     assert exit_info.value.code == 2 and "--create_pr opens a pull request against the default branch" in error
 
 
+@pytest.mark.parametrize("flag", ["--source_lang", "--license", "--commit_message", "--revision"])
+def test_an_empty_value_is_refused(run_dir, capsys, flag):
+    """--source_lang "" took the language out of the card, --license "" was ignored, --commit_message "" gave
+    huggingface_hub's title, --revision "" a 404 from the Hub."""
+    with pytest.raises(SystemExit) as exit_info:
+        load_script("push_to_hub").main([str(run_dir), "user/x", flag, " "])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"{flag} is empty: give a value, or leave the flag out" in error
+
+
 def test_damaged_checkpoint_state_is_one_message(run_dir, monkeypatch, capsys):
     from huggingface_hub import constants
 

@@ -158,6 +158,7 @@ def test_quantize_int8(script, model_dir, monkeypatch, capsys, tmp_path):
         (lambda d, t: [str(d), str(t / "in.txt"), "--max_new_tokens", "-1"], "--max_new_tokens must be at least 1"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--length_penalty", "nan"], "--length_penalty must be a finite"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--device", "gpu"], "--device gpu: not a device name"),
+        (lambda d, t: [str(d), str(t / "in.txt"), "--device", "meta"], "--device meta: the meta device holds shapes"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--revision", "v1"], "--revision v1 picks a version of a Hub repo"),
         (lambda d, t: [str(d), str(t / "in.txt"), "--device", f"cuda:{torch.cuda.device_count()}"], "--device cuda:"),
         (lambda d, t: [str(d), str(t / "in.txt"), "-o", str(t)], "is a folder: give a file name"),

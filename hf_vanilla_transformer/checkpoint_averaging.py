@@ -10,7 +10,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
 from .distributed import holds_fsdp_shards
-from .errors import InputError, MissingFileError
+from .errors import InputError, MissingFileError, first_line
 from .trainer import no_progress_bars, readable_weights
 
 UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out of the run's folder to average the "
@@ -101,8 +101,16 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
     with no_progress_bars():
         model.save_pretrained(output_dir)
     readable_weights(output_dir)
-    GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
+    try:
+        GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
+    except (OSError, ValueError) as error:  # a damaged generation_config.json
+        raise InputError(f"{last} holds no loadable generation config ({first_line(error)}): {UNUSABLE}.") from error
     tokenizer_dir = last if (last / "tokenizer_config.json").exists() else last.parent
     if (tokenizer_dir / "tokenizer_config.json").exists():
-        AutoTokenizer.from_pretrained(tokenizer_dir).save_pretrained(output_dir)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+        except (OSError, ValueError, TypeError) as error:  # a damaged tokenizer.json (a JSONDecodeError: a ValueError)
+            advice = f": {UNUSABLE}" if tokenizer_dir == last else ""
+            raise InputError(f"{tokenizer_dir} holds no loadable tokenizer ({first_line(error)}){advice}.") from error
+        tokenizer.save_pretrained(output_dir)
     return model

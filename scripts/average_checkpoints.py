@@ -73,8 +73,8 @@ def _tokenizer_difference(checkpoint: Path, last: Path) -> str | None:
     save it) their vocabularies (`get_vocab()`) and the sentencepiece models either has."""
     fast = [(folder / "tokenizer.json").is_file() for folder in (checkpoint, last)]
     if all(fast):
-        same = _tokenizer(checkpoint / "tokenizer.json") == _tokenizer(last / "tokenizer.json")
-        return None if same else "tokenizer.json"
+        read = _tokenizer(checkpoint / "tokenizer.json"), _tokenizer(last / "tokenizer.json")
+        return None if read[0] == read[1] or None in read else "tokenizer.json"  # a damaged one: see averaging
     if not all((folder / "tokenizer_config.json").is_file() for folder in (checkpoint, last)):
         return None
     if _vocabulary(checkpoint) != _vocabulary(last):
@@ -85,14 +85,15 @@ def _tokenizer_difference(checkpoint: Path, last: Path) -> str | None:
     return ", ".join(models) or None
 
 
-def _tokenizer(path: Path) -> dict:
+def _tokenizer(path: Path) -> dict | None:
     """A tokenizer.json without the truncation and padding it was last called with, which a save records too (a
-    resumed run with another --max_source_length), though the tokens and their ids are the same."""
+    resumed run with another --max_source_length), though the tokens and their ids are the same; None for a damaged
+    one (the last checkpoint's is loaded by the averaging, which says what is wrong with it; another's is not used)."""
     try:
         return {key: value for key, value in json.loads(path.read_text(encoding="utf-8")).items()
                 if key not in ("truncation", "padding")}
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return {"bytes": path.read_bytes()}
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):  # AttributeError: JSON but no object
+        return None
 
 
 @functools.cache

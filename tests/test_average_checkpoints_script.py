@@ -174,10 +174,20 @@ def sharded(run):  # what the Trainer writes under FSDP by default: shards, no c
             "FULL_STATE_DICT")
 
 
+def damaged_generation_config(run):  # was an OSError's traceback
+    (run / "checkpoint-3" / "generation_config.json").write_text('{"num_beams": ')
+    return "checkpoint-3 holds no loadable generation config"
+
+
+def damaged_tokenizer(run):  # was a JSONDecodeError's traceback, or "hold different tokenizers"
+    (run / "checkpoint-3" / "tokenizer.json").write_text('{"version": "1.0", "trunc')
+    return "checkpoint-3 holds no loadable tokenizer"
+
+
 @pytest.mark.parametrize("damage", [no_weights, empty_folder, truncated_weights(3), truncated_weights(2), no_config,
-                                    sharded],
+                                    sharded, damaged_generation_config, damaged_tokenizer],
                          ids=["no weights", "empty folder", "last truncated", "earlier truncated", "no config",
-                              "sharded"])
+                              "sharded", "damaged generation config", "damaged tokenizer"])
 def test_a_checkpoint_that_cannot_be_loaded_is_one_message(damage, run, tmp_path, monkeypatch, capsys):
     for marker in run.glob(f"checkpoint-*/{CHECKPOINT_COMPLETE}"):  # a run that marks no checkpoint complete
         marker.unlink()

@@ -116,9 +116,9 @@ def test_too_long_example_is_an_error_that_says_what_to_do():
 
 
 @pytest.mark.parametrize("length, max_tokens, options, message", [
-    (100, 100, {"bucket_shapes": True}, "An example has 100 tokens (104 as padded to its bucket), more than max_tokens=100 "
-     "per batch: raise max_tokens (--max_tokens_per_batch) to at least 104 or truncate to at most 96 tokens "
-     "(--max_source_length / --max_target_length), or pass --bucket_shapes false."),
+    (100, 100, {"bucket_shapes": True}, "An example has 100 tokens (104 as padded to its bucket), more than "
+     "max_tokens=100 per batch: raise max_tokens (--max_tokens_per_batch) to at least 104 or truncate to at most 96 "
+     "tokens (--max_source_length / --max_target_length), or pass --bucket_shapes false."),
     (12, 10, {"pad_to_multiple_of": 8}, "An example has 12 tokens (16 as padded to a multiple of 8), more than "
      "max_tokens=10 per batch: raise max_tokens (--max_tokens_per_batch) to at least 16 or truncate to at most 8"),
 ])

@@ -408,9 +408,9 @@ def test_lines_too_long_for_the_model_are_warned_about(script, model_dir, tmp_pa
     (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
     script.main([str(model_dir), str(tmp_path / "in.txt"), "-q", "-o", str(tmp_path / "out.txt")])
     assert capsys.readouterr().err == (
-        "translate.py: warning: 2 lines are longer than 128 tokens (lines 2, 4), the model's max_position_embeddings: the "
-        "model translates such a line slowly, with much memory, and often cut short or into nonsense. Split long "
-        "lines into sentences, one a line.\n")
+        "translate.py: warning: 2 lines are longer than 128 tokens (lines 2, 4), the model's "
+        "max_position_embeddings: the model translates such a line slowly, with much memory, and often cut short or "
+        "into nonsense. Split long lines into sentences, one a line.\n")
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same
 
 

@@ -49,6 +49,19 @@ def file_above(path: str | os.PathLike) -> Path | None:
     return next((folder for folder in Path(path).parents if folder.exists() and not folder.is_dir()), None)
 
 
+def output_file_problem(path: Path, named: str, example: str) -> str | None:
+    """What is wrong with `path` as an output file that a script is about to write (`named`: how its command line
+    gave it, e.g. "-o out.txt"; `example`: a file name to suggest for a folder), or None: a folder, a path under a
+    file, or one in a folder that does not exist. Checked before the script's work, not after it."""
+    if path.is_dir():
+        return f"{named} is a folder: give a file name, e.g. {example}."
+    if file := file_above(path):
+        return f"{named}: {file} is a file, not a folder."
+    if not path.resolve().parent.is_dir():
+        return f"{named}: the folder {path.parent} does not exist; create it first."
+    return None
+
+
 def unwritable(path: Path) -> str | None:
     """Why `path` cannot be written, or None: opened for appending, which leaves a file there as it is (the
     translations replace it only once translating begins), and removed again if this made it, so that a run that

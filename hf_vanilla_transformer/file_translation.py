@@ -43,7 +43,7 @@ from .errors import (
     command_parser,
     debugging,
     device_from_name,
-    file_above,
+    output_file_problem,
     shown_list,
     unwritable,
     usable_device,
@@ -86,12 +86,8 @@ def parse_arguments(argv: list[str] | None = None) -> tuple[argparse.Namespace, 
             refuse(parser, error)
     if args.output != "-":
         output = Path(args.output)
-        if output.is_dir():
-            parser.error(f"-o {args.output} is a folder: give a file name, e.g. -o {output / 'translations.txt'}.")
-        if file := file_above(output):
-            parser.error(f"-o {args.output}: {file} is a file, not a folder.")
-        if not output.resolve().parent.is_dir():
-            parser.error(f"-o {args.output}: the folder {output.parent} does not exist; create it first.")
+        if problem := output_file_problem(output, f"-o {args.output}", f"-o {output / 'translations.txt'}"):
+            parser.error(problem)
         if args.file != "-" and output.resolve() == Path(args.file).resolve():
             parser.error(f"-o {args.output} is the input file, which the translations would replace: give another name.")
         if reason := unwritable(output):  # now, not after hours of translating

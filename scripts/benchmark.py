@@ -134,7 +134,7 @@ def check_arguments(args, parser) -> None:
         parser.error(f"--warmup_steps must be 0 or more, got {args.warmup_steps}.")
     if {"train", "greedy", "beam", "memory"} <= set(args.skip):  # int8, ctranslate2, script: parts of those
         parser.error("--skip leaves nothing to measure: keep at least one of train, greedy, beam, memory.")
-    from hf_vanilla_transformer.errors import InputError, device_from_name, file_above, unwritable
+    from hf_vanilla_transformer.errors import InputError, device_from_name, output_file_problem, unwritable
 
     try:
         device_from_name(args.device)
@@ -144,12 +144,8 @@ def check_arguments(args, parser) -> None:
         parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
     if args.json:  # checked now, not after minutes of measuring
         json_path = Path(args.json)
-        if json_path.is_dir():
-            parser.error(f"--json {args.json} is a folder: give a file name, e.g. {json_path / 'bench.json'}.")
-        if file := file_above(json_path):
-            parser.error(f"--json {args.json}: {file} is a file, not a folder.")
-        if not json_path.resolve().parent.is_dir():
-            parser.error(f"--json {args.json}: the folder {json_path.parent} does not exist; create it first.")
+        if problem := output_file_problem(json_path, f"--json {args.json}", str(json_path / "bench.json")):
+            parser.error(problem)
         if reason := unwritable(json_path):
             parser.error(f"--json {args.json} cannot be written: {reason}.")
     if args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):

@@ -111,6 +111,9 @@ def parse_arguments(argv=None):
                      choices=["train", "script", "greedy", "beam", "memory", "int8", "ctranslate2"],
                      help="figures to leave out")
     run.add_argument("--json", metavar="PATH", help="also write the results as JSON to PATH")
+    run.add_argument("--profile", metavar="PATH",
+                     help="also write to PATH torch.profiler's table of --train_steps more steps of our bare training "
+                          "loop: where a step's time goes, by device time on an accelerator (CPU time on the CPU)")
     run.add_argument("--memory_worker", choices=["ours", "marian"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     check_arguments(args, parser)
@@ -142,12 +145,16 @@ def check_arguments(args, parser) -> None:
         parser.error(str(error))
     if args.d_model % args.heads:
         parser.error(f"--heads {args.heads} must divide --d_model {args.d_model}.")
-    if args.json:  # checked now, not after minutes of measuring
-        json_path = Path(args.json)
-        if problem := output_file_problem(json_path, f"--json {args.json}", str(json_path / "bench.json")):
+    for flag, example in (("json", "bench.json"), ("profile", "profile.txt")):  # checked now, not after minutes
+        if (value := getattr(args, flag)) is None:
+            continue
+        path = Path(value)
+        if problem := output_file_problem(path, f"--{flag} {value}", str(path / example)):
             parser.error(problem)
-        if reason := unwritable(json_path):
-            parser.error(f"--json {args.json} cannot be written: {reason}.")
+        if reason := unwritable(path):
+            parser.error(f"--{flag} {value} cannot be written: {reason}.")
+    if args.profile and "train" in args.skip:
+        parser.error("--profile profiles the training steps: leave train out of --skip.")
     if args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):
         known = sorted({*torch._dynamo.list_backends(), "eager", "aot_eager"})
         parser.error(f"--compile_backend {args.compile_backend} is no torch.compile backend: {', '.join(known)}.")
@@ -425,12 +432,34 @@ def run_training(args, ours, marian):
 
     runners = {name: runner(trainer) for name, trainer in trainers.items()}
     times = alternate(args.repeats, runners, torch.device(args.device))
+    if args.profile:
+        try:
+            table = profile_table(runners["ours"], torch.device(args.device))
+        except RuntimeError as error:  # the profiler's own failure (CUPTI, say) costs the profile, not the figures
+            table = f"torch.profiler failed: {error}\n"
+            print(f"--profile: {table}", file=sys.stderr, end="")
+        Path(args.profile).write_text(table)
     for model in (ours, marian):
         model.eval()
         model.zero_grad(set_to_none=True)
     del trainers
     gc.collect()
     return figure(args.batch_size * args.seq_len * args.train_steps, times)
+
+
+def profile_table(steps, device: torch.device) -> str:
+    """torch.profiler's operators and kernels over `steps`, the most time-consuming first: by self time on the
+    device where it has one (the kernels' time), else by self CPU time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if device.type != "cpu" and (on_device := getattr(ProfilerActivity, device.type.upper(), None)) is not None:
+        activities.append(on_device)
+    with profile(activities=activities) as profiler:
+        steps()
+        synchronize(device)
+    sort_by = "self_device_time_total" if len(activities) > 1 else "self_cpu_time_total"
+    return profiler.key_averages().table(sort_by=sort_by, row_limit=40, max_name_column_width=90) + "\n"
 
 
 def amp_dtype(args):

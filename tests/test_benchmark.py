@@ -157,6 +157,18 @@ def test_tokens_per_batch_sets_the_sentences_per_batch(benchmark, capsys):
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_profile_writes_where_the_bare_loops_step_spends_its_time(benchmark, tmp_path, capsys):
+    profile = tmp_path / "profile.txt"
+    run(benchmark, tmp_path, "--skip", "greedy", "beam", "memory", "script", "--profile", str(profile))
+    table = profile.read_text()
+    assert "Self CPU" in table and "aten::mm" in table and "Optimizer.step#AdamW.step" in table
+    for flags, message in ((["--profile", str(tmp_path)], f"--profile {tmp_path} is a folder"),
+                           (["--profile", str(profile), "--skip", "train"], "leave train out of --skip")):
+        with pytest.raises(SystemExit) as exit_info:
+            benchmark.parse_arguments([*TINY, *flags])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_amp_trains_fp32_models_under_autocast(benchmark, tmp_path, capsys):
     args = benchmark.parse_arguments([*TINY, "--dtype", "bfloat16", "--amp"])
     for model in benchmark.build_models(args):

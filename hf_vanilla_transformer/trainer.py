@@ -192,6 +192,14 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         compiled = dynamo is not None and dynamo.backend not in (DynamoBackend.NO, DynamoBackend.NEURON)
         if self.max_tokens_per_batch and compiled and not dynamo.dynamic:
             dynamo.dynamic = True
+        if compiled and dynamo.use_regional_compilation and dynamo.mode == "reduce-overhead":
+            logger.warning(
+                "Regional compilation with --torch_compile_mode reduce-overhead records a CUDA graph for each layer, "
+                "and torch runs them off its fast path while earlier layers' backward is pending (its warning "
+                "'Unable to hit fast path of CUDAGraphs'): on an H100 the base model's Multi30k steps ran at 31 a "
+                "second this way, against 65 with one graph for the whole model. For CUDA graphs leave regional "
+                "compilation out (ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION, --dynamo_use_regional_compilation)."
+            )
         return accelerator_args
 
     def create_accelerator_and_postprocess(self) -> None:

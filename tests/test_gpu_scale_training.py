@@ -324,6 +324,22 @@ def test_regional_compilation_compiles_each_kind_of_layer_once(tmp_path, monkeyp
     assert len(model.model.encoder.layers) == 3 and not any("_orig_mod" in name for name in model.state_dict())
 
 
+@pytest.mark.parametrize("mode", ["reduce-overhead", "default"])
+def test_regional_compilation_with_cuda_graphs_is_warned_against(tmp_path, monkeypatch, caplog, mode):
+    """Regional compilation records a CUDA graph per layer, which torch runs off its fast path (measured on an
+    H100: half the steps a second of one graph for the whole model); the trainer says so when both are asked for."""
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer, TokenBatchingSeq2SeqTrainingArguments
+
+    monkeypatch.setenv("ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION", "1")
+    args = TokenBatchingSeq2SeqTrainingArguments(tmp_path, max_tokens_per_batch=256, report_to="none", use_cpu=True,
+                                                 torch_compile=True, torch_compile_mode=mode)
+    model = VanillaTransformerForConditionalGeneration(tiny_config())
+    with caplog.at_level("WARNING", logger="hf_vanilla_transformer"):
+        TokenBatchingSeq2SeqTrainer(model=model, args=args, data_collator=BucketPaddingCollator(tokenizer(), model))
+    warned = "For CUDA graphs leave regional compilation out" in caplog.text
+    assert warned == (mode == "reduce-overhead"), caplog.text
+
+
 def test_a_training_step_does_not_unwrap_the_model(tmp_path, monkeypatch):
     """Looking through the Trainer's wrappers for the model's class walks every module (~0.5 ms for the base model):
     done once, not at every step, whose host time a GPU running CUDA graphs waits for."""

@@ -8,6 +8,7 @@ training script checks its data where it makes it. Under torch.compile the value
 """
 
 import torch
+from torch.nn.attention.flex_attention import BlockMask
 from transformers.utils import is_torchdynamo_compiling, logging
 
 logger = logging.get_logger(__name__)
@@ -118,9 +119,17 @@ def warn_if_labels_never_end(labels: torch.Tensor, eos_token_id, pad_token_id) -
 
 def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) -> None:
     """A 2-D padding mask has the (batch, length) of what it masks; 4-D masks are taken as prepared. Skipped under
-    torch.compile, where a static cache's length is a tensor."""
+    torch.compile, where a static cache's length is a tensor. Flex attention's BlockMask, which generate() prepares
+    for a static cache, is refused: with it the model (and MarianMTModel) decodes other tokens than with sdpa."""
     if mask is None:
         return
+    if isinstance(mask, BlockMask):
+        raise ValueError(
+            f"`{name}` is a flex attention BlockMask, as generate() passes with attn_implementation="
+            "\"flex_attention\" and cache_implementation=\"static\": that combination decodes other tokens than "
+            "sdpa and eager do (transformers 5.24 and torch 2.13; MarianMTModel as well). Use flex attention with "
+            "the default (dynamic) cache, or sdpa with the static cache."
+        )
     check_is_tensor(name, mask)
     if mask.dim() == 4 or is_torchdynamo_compiling():
         return

@@ -106,6 +106,16 @@ def test_static_cache_generation_matches_the_dynamic_cache(model, batch):
         torch.testing.assert_close(static_scores, dynamic_scores, rtol=1e-5, atol=1e-5)
 
 
+def test_flex_attention_with_a_static_cache_is_refused_not_decoded_wrongly(model, batch):
+    """With flex attention, generate()'s static cache hands the decoder a BlockMask with which this model and
+    MarianMTModel alike decode other tokens than with sdpa (transformers 5.24, torch 2.13): refused, saying what to
+    use instead, rather than translated wrongly or failing with "must be a torch tensor"."""
+    model.set_attn_implementation("flex_attention")
+    with pytest.raises(ValueError, match="is a flex attention BlockMask.*or sdpa with the static cache"):
+        model.generate(batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=3,
+                       cache_implementation="static")
+
+
 @pytest.mark.parametrize("offset", [0, 5, 62, 100])
 def test_a_tensor_offset_gives_the_same_position_encodings(model, offset):
     encodings = model.model.decoder.embed_positions

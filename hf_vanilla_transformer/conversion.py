@@ -126,7 +126,9 @@ def from_marian(marian: MarianMTModel) -> VanillaTransformerForConditionalGenera
     if marian.generation_config is not None:
         model.generation_config = GenerationConfig.from_dict(marian.generation_config.to_dict())
         # what Marian leaves unset decodes with transformers' defaults; said explicitly, so that a saved and reloaded
-        # model does not take the paper's beam search for them (as this package's models do) and decodes as Marian
+        # model does not take the paper's beam search for them (as this package's models do) and decodes as Marian.
+        # Not the length: without a max_length (opus-mt models set 512) the model decodes up to the source length +
+        # 50 new tokens, where Marian would stop at transformers' 20 tokens in all, mid-sentence
         defaults = GenerationConfig._get_default_generation_params()
         for name in PAPER_DECODING:
             if getattr(model.generation_config, name, None) is None:

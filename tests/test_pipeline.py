@@ -67,6 +67,14 @@ def test_registered_pipeline_matches_generate(translator, reference):
     assert translator(SOURCES) == [{"translation_text": text} for text in reference]
 
 
+def test_a_loaded_model_and_tokenizer_go_in_as_objects(model_dir, reference):
+    """The README's way for objects in hand (transformers finds a model's own pipeline only through a name)."""
+    model, tokenizer = AutoModelForSeq2SeqLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+    translator = pipeline(TASK, model=model, tokenizer=tokenizer)
+    assert type(translator) is TranslationPipeline
+    assert translator(SOURCES) == [{"translation_text": text} for text in reference]
+
+
 def test_batches_give_the_same_translations(translator, reference):
     for batch_size in (2, len(SOURCES)):
         assert [r["translation_text"] for r in translator(SOURCES, batch_size=batch_size)] == reference

@@ -41,6 +41,7 @@ is the median of the per-round ratios. Figures, by default fp32 on the CPU with 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import functools
 import gc
@@ -92,6 +93,9 @@ def parse_arguments(argv=None):
     run.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, xpu, ...")
     run.add_argument("--dtype", default="float32", choices=list(DTYPES), help="of the models' weights and compute")
     run.add_argument("--attn_implementation", default="sdpa", choices=["sdpa", "eager"])
+    run.add_argument("--sdpa_backend", choices=sorted(SDPA_BACKENDS),
+                     help="the one kernel sdpa attention may use (torch.nn.attention.sdpa_kernel; default: torch's "
+                          "choice per call); flash and math on the CPU")
     run.add_argument("--amp", action="store_true",
                      help="train fp32 models under autocast to --dtype (as the Trainer's --bf16) instead of models "
                      "in --dtype")
@@ -121,6 +125,8 @@ def parse_arguments(argv=None):
 
 
 COMPILE_MODES = ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "math": "MATH"}
 POSITIVE = ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "tokens_per_batch", "seq_len",
             "train_steps", "gen_sentences", "gen_source_len", "gen_tokens", "repeats", "memory_steps", "threads")
 
@@ -153,6 +159,11 @@ def check_arguments(args, parser) -> None:
             parser.error(problem)
         if reason := unwritable(path):
             parser.error(f"--{flag} {value} cannot be written: {reason}.")
+    if args.sdpa_backend is not None:
+        if args.attn_implementation != "sdpa":
+            parser.error("--sdpa_backend chooses sdpa attention's kernel: leave --attn_implementation sdpa.")
+        if device_from_name(args.device).type == "cpu" and args.sdpa_backend not in ("flash", "math"):
+            parser.error(f"--sdpa_backend {args.sdpa_backend} is a GPU kernel: on the CPU sdpa has flash and math.")
     if args.profile and "train" in args.skip:
         parser.error("--profile profiles the training steps: leave train out of --skip.")
     if args.compile_backend not in torch._dynamo.list_backends(exclude_tags=()):
@@ -350,7 +361,8 @@ def measure_memory(args, which) -> dict:
         return training_memory(args, which)
     command = [sys.executable, str(Path(__file__).resolve()), "--memory_worker", which]
     for name in ("vocab_size", "d_model", "layers", "heads", "ffn_dim", "batch_size", "seq_len", "memory_steps",
-                 "seed", "threads", "device", "dtype", "attn_implementation", "compile_backend", "compile_mode"):
+                 "seed", "threads", "device", "dtype", "attn_implementation", "sdpa_backend", "compile_backend",
+                 "compile_mode"):
         value = getattr(args, name)
         if value is not None:
             command += [f"--{name}", str(value)]
@@ -816,7 +828,8 @@ def execution_line(args, results) -> str:
     compiled = "no torch.compile"
     if args.compile:
         compiled = f"torch.compile ({args.compile_backend}{', ' + args.compile_mode if args.compile_mode else ''})"
-    line = f"{where}, {args.attn_implementation} attention, {compiled}"
+    backend = f" ({args.sdpa_backend} kernels only)" if args.sdpa_backend else ""
+    line = f"{where}, {args.attn_implementation} attention{backend}, {compiled}"
     if "model_flops_utilization" in results:
         entry = results["model_flops_utilization"]
         line += f"; training {entry['flops_per_token'] / 1e9:.3g} GFLOP per target token (6N + attention); MFU "
@@ -828,9 +841,23 @@ def execution_line(args, results) -> str:
 
 
 def main(argv=None):
+    args = parse_arguments(argv)
+    with sdpa_kernels(args.sdpa_backend):
+        return run_benchmark(args)
+
+
+def sdpa_kernels(backend: str | None):
+    """Within it, sdpa attention runs `backend`'s kernel alone (torch's own choice for None)."""
+    if backend is None:
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[backend]))
+
+
+def run_benchmark(args):
     from hf_vanilla_transformer.errors import usable_device
 
-    args = parse_arguments(argv)
     if args.memory_worker:
         return memory_worker(args)
     if args.threads:

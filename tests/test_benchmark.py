@@ -169,6 +169,22 @@ def test_profile_writes_where_the_bare_loops_step_spends_its_time(benchmark, tmp
         assert exit_info.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("backend", ["math", "flash"])
+def test_sdpa_backend_picks_the_attention_kernel(benchmark, tmp_path, capsys, backend):
+    profile = tmp_path / "profile.txt"
+    run(benchmark, tmp_path, "--skip", "greedy", "beam", "memory", "script", "--profile", str(profile),
+        "--sdpa_backend", backend)
+    table = profile.read_text()
+    assert ("aten::_scaled_dot_product_flash_attention_for_cpu " in table) == (backend == "flash")
+    assert ("aten::_softmax " in table) == (backend == "math")  # the math kernel is matmuls and a softmax
+    assert f"sdpa attention ({backend} kernels only)" in capsys.readouterr().out
+    for flags, message in ((["--sdpa_backend", "cudnn"], "--sdpa_backend cudnn is a GPU kernel"),
+                           (["--sdpa_backend", "math", "--attn_implementation", "eager"], "leave --attn_implementation")):
+        with pytest.raises(SystemExit) as exit_info:
+            benchmark.parse_arguments([*TINY, *flags])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_amp_trains_fp32_models_under_autocast(benchmark, tmp_path, capsys):
     args = benchmark.parse_arguments([*TINY, "--dtype", "bfloat16", "--amp"])
     for model in benchmark.build_models(args):

@@ -45,6 +45,7 @@ from .checkpoint_averaging import load_averaged_weights
 from .checkpoints import (
     SENTENCE_BATCH_ARGUMENTS,
     check_resumable,
+    checkpoint_record,
     checkpoint_step,
     complete_checkpoints,
     holds_weights_only,
@@ -323,6 +324,9 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
             )
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
+    if "overwrite_output_dir" not in given and training_args.overwrite_output_dir \
+            and not builtin_overwrite_fits(model_args, data_args, training_args):
+        training_args.overwrite_output_dir = False  # so is its overwriting, to what --output_dir holds
     check_averaging(training_args, keep_limit="save_total_limit" in given)
     check_fsdp_saving(training_args)
     check_output_dir_is_no_input(model_args, training_args)
@@ -667,6 +671,30 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
     if training_args.load_best_model_at_end:  # the best checkpoint is the run's model
         return False
     return count is None or "save_total_limit" not in given or limit is None or limit >= count
+
+
+def builtin_overwrite_fits(model_args, data_args, training_args) -> bool:
+    """Whether the built-in run's default --overwrite_output_dir may replace what --output_dir holds: nothing of a
+    run, or an earlier run of the built-in corpus trained from scratch (`./run.sh main` again). A fine-tuning, or a
+    folder with another run in it (another corpus, a fine-tuning), is not emptied unasked: the run stops there as
+    any other does, saying to pass --overwrite_output_dir true."""
+    if model_args.model_name_or_path:
+        return False
+    folder, corpus = Path(training_args.output_dir), data_source_description(data_args)
+
+    def only_the_builtin_run() -> bool:
+        if (folder / CARD_INPUTS_FILE).is_file():  # a finished run: its card's inputs say what it trained on
+            try:
+                inputs = json.loads((folder / CARD_INPUTS_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return False
+            return isinstance(inputs, dict) and inputs.get("dataset_description") == corpus \
+                and not inputs.get("base_model")
+        if checkpoints := run_checkpoints(folder):  # a run stopped before the end: its checkpoints' records
+            return all(checkpoint_record(checkpoint)["run"].get("train_data") == corpus for checkpoint in checkpoints)
+        return not any((folder / name).is_file() for name in ("model.safetensors", *RESULT_FILES))
+
+    return _as_the_main_process_sees(training_args, only_the_builtin_run)
 
 
 def check_output_dir_is_no_input(model_args, training_args) -> None:

@@ -968,6 +968,32 @@ def test_a_tokenizer_left_in_the_output_folder_is_reused_only_when_resuming(tmp_
     assert resumed.get_vocab() == stale.get_vocab()
 
 
+def test_the_builtin_runs_overwriting_replaces_only_its_own_earlier_runs(tmp_path):
+    """The built-in run overwrites --output_dir by default, so that `./run.sh main` runs again; an --output_dir
+    holding another run (another corpus, a fine-tuning) is not emptied unasked: the run stops as any other."""
+    from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE
+    from hf_vanilla_transformer.model_card import CARD_INPUTS_FILE
+
+    builtin = "the built-in `number_words` corpus (number words generated with num2words)"
+    (tmp_path / "empty").mkdir()
+    assert parse_arguments(["--output_dir", str(tmp_path / "empty")])[2].overwrite_output_dir
+    for name, card_inputs, fits in (("demo", {"dataset_description": builtin, "base_model": None}, True),
+                                    ("fine-tuned", {"dataset_description": builtin, "base_model": "runs/a"}, False),
+                                    ("multi30k", {"dataset_description": "local files `train.en`"}, False)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / CARD_INPUTS_FILE).write_text(json.dumps(card_inputs))
+        assert parse_arguments(["--output_dir", str(tmp_path / name)])[2].overwrite_output_dir == fits, name
+        given = parse_arguments(["--output_dir", str(tmp_path / name), "--overwrite_output_dir", "true"])
+        assert given[2].overwrite_output_dir, name  # asked for, it is done
+    stopped = tmp_path / "stopped"  # a run stopped before its end: its checkpoints say what it trained on
+    for step, data in ((10, builtin), (20, "local files `train.en` and `train.de`")):
+        (stopped / f"checkpoint-{step}").mkdir(parents=True)
+        (stopped / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).write_text(json.dumps({"run": {"train_data": data}}))
+    with pytest.raises(InputError, match="holds checkpoints of an earlier run .*--overwrite_output_dir"):
+        main(["--output_dir", str(stopped)])
+    assert (stopped / "checkpoint-20").is_dir()
+
+
 def test_an_earlier_runs_checkpoints_are_refused_or_deleted_never_averaged(tmp_path):
     """A new run into a folder with an earlier run's checkpoints: the Trainer would keep those of higher steps, and
     averaging and resuming would take them for this run's. Refused, unless --overwrite_output_dir deletes them."""

@@ -148,7 +148,16 @@ def resume_checkpoint(training_args) -> str | None:
 def check_no_later_checkpoints(checkpoint: str, output_dir: str) -> None:
     """A run resumed from an earlier checkpoint than --output_dir's last complete one would save its own steps over
     the later ones, one by one, and until then resume from them (`--resume_from_checkpoint true`) and average them
-    (`--average_last_checkpoints`) as its own."""
+    (`--average_last_checkpoints`) as its own. So would a run resumed from another folder's checkpoint into an
+    --output_dir that holds checkpoints: those are another run's."""
+    if Path(checkpoint).resolve().parent != Path(output_dir).resolve() and (held := complete_checkpoints(output_dir)):
+        names = ", ".join(folder.name for folder in held[:3]) + (f", ... {held[-1].name}" if len(held) > 3 else "")
+        raise InputError(
+            f"--output_dir {output_dir} holds checkpoints of a run ({names}), and --resume_from_checkpoint "
+            f"{checkpoint} is another folder's: the resumed run would save its checkpoints beside them, and average "
+            "or resume from them as its own. Resume into a new or empty --output_dir, or continue the run whose "
+            "checkpoints those are with --resume_from_checkpoint true."
+        )
     step = checkpoint_step(checkpoint)
     later = [folder for folder in complete_checkpoints(output_dir) if checkpoint_step(folder) > step]
     if later:

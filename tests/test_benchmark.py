@@ -179,7 +179,8 @@ def test_sdpa_backend_picks_the_attention_kernel(benchmark, tmp_path, capsys, ba
     assert ("aten::_softmax " in table) == (backend == "math")  # the math kernel is matmuls and a softmax
     assert f"sdpa attention ({backend} kernels only)" in capsys.readouterr().out
     for flags, message in ((["--sdpa_backend", "cudnn"], "--sdpa_backend cudnn is a GPU kernel"),
-                           (["--sdpa_backend", "math", "--attn_implementation", "eager"], "leave --attn_implementation")):
+                           (["--sdpa_backend", "math", "--attn_implementation", "eager"],
+                            "leave --attn_implementation")):
         with pytest.raises(SystemExit) as exit_info:
             benchmark.parse_arguments([*TINY, *flags])
         assert exit_info.value.code == 2 and message in capsys.readouterr().err

@@ -282,6 +282,21 @@ def test_resuming_from_a_checkpoint_before_later_ones_is_refused(uninterrupted, 
     assert [folder.name for folder in averaged] == ["checkpoint-40", "checkpoint-60", "checkpoint-80"]
 
 
+def test_a_run_resumed_from_another_folder_into_one_with_checkpoints_is_refused(uninterrupted, tmp_path):
+    """Resumed from another folder's checkpoint into an --output_dir holding a run's checkpoints, the run saved its
+    own beside them and averaged checkpoint-30 of the one with checkpoint-50 of the other, without a word."""
+    from hf_vanilla_transformer import checkpoints
+
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copytree(uninterrupted / "checkpoint-20", other / "checkpoint-20")  # another run's, as far as it goes
+    with pytest.raises(InputError, match=f"--output_dir {other} holds checkpoints of a run \\(checkpoint-20\\), and "
+                                         f"--resume_from_checkpoint {uninterrupted / 'checkpoint-60'} is another"):
+        main(list(map(str, ["--output_dir", other, *RUN, "--resume_from_checkpoint", uninterrupted / "checkpoint-60"])))
+    assert sorted(path.name for path in other.iterdir()) == ["checkpoint-20"]
+    checkpoints.check_no_later_checkpoints(str(uninterrupted / "checkpoint-60"), str(tmp_path / "empty"))  # allowed
+
+
 def test_model_weights_are_only_written_as_safetensors(uninterrupted):
     files = [p for p in uninterrupted.rglob("*") if p.is_file()]
     assert any(p.name == "model.safetensors" for p in files)

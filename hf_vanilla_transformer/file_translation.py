@@ -257,10 +257,26 @@ def main(argv: list[str] | None = None) -> None:
                        if (value := getattr(args, key)) is not None}
     if args.max_new_tokens is not None:  # it replaces the model's own max_length (a converted Marian model's 512),
         translator.model.generation_config.max_length = None  # which transformers would warn about at every batch
+    if isinstance(translator.model, MarianMTModel):  # kept as it is: a table of positions, an IndexError past it
+        generate_kwargs.update(table_of_positions_limits(translator.model, args, parser))
     if interactive:
         translate_interactively(translator, args, parser, generate_kwargs)
     else:
         translate_in_windows(translator, lines, args, parser, generate_kwargs)
+
+
+def table_of_positions_limits(model, args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
+    """The pipeline's arguments for a model whose positions are a table of max_position_embeddings rows (a
+    MarianMTModel kept as it is), where a longer source or translation is an IndexError inside torch: sources cut
+    there, and translations ended there (a --max_new_tokens past it refused)."""
+    positions = model.config.max_position_embeddings
+    if args.max_new_tokens is not None and args.max_new_tokens >= positions:
+        parser.error(f"--max_new_tokens {args.max_new_tokens}: {args.model} has {positions} positions, so its "
+                     f"translations end by {positions - 1} new tokens: give at most that.")
+    if args.max_new_tokens is None:
+        limit = model.generation_config.max_length
+        model.generation_config.max_length = min(limit, positions) if limit else positions
+    return {"truncation": True}
 
 
 def read_input(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
@@ -300,8 +316,11 @@ def load_translator(model: str, args: argparse.Namespace, parser: argparse.Argum
         if isinstance(loaded, MarianMTModel):  # an opus-mt model: the same function, on this package's fast paths
             try:  # (packed CPU weights, --quantize int8)
                 loaded = converted_marian(loaded, args.model)
-            except InputError:  # separate vocabularies: it translates as it is
-                pass
+            except InputError as error:  # separate vocabularies: it translates as it is
+                if args.quantize:
+                    refuse(parser, error, f"--quantize {args.quantize} quantizes this package's model, and {error}")
+                print(f"translate.py: warning: {error.args[0].rstrip('.')}: it translates as it is, sources cut at "
+                      f"its {loaded.config.max_position_embeddings} positions.", file=sys.stderr)
         return pipeline(TASK, model=loaded, tokenizer=tokenizer, device=device)
     except InputError as error:
         refuse(parser, error)

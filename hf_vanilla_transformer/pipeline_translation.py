@@ -46,8 +46,8 @@ class TranslationPipeline(Pipeline):
     Outputs follow transformers v4's TranslationPipeline: one string gives a list of `num_return_sequences` dicts;
     a list of strings gives one dict per string (a list of dicts each when `num_return_sequences > 1`). Pass
     `return_tensors=True` for `translation_token_ids` instead of text (v4's `return_text` is taken and, as there,
-    ignored), `truncation=True` to cut a source at the tokenizer's `model_max_length` (the model's
-    `max_position_embeddings` where the tokenizer sets no limit, as this package's do not), and any `generate()`
+    ignored), `truncation=True` to cut a source at the tokenizer's `model_max_length` or the model's
+    `max_position_embeddings`, the shorter (this package's tokenizers set no limit), and any `generate()`
     argument (`num_beams`, `max_new_tokens`, `length_penalty`, ...) to the constructor or the call. Text is normalized as the
     training data is: a source by `normalize_text` (NFC, invisible characters removed, whitespace), a translation
     by `normalize_whitespace` (tabs and runs of spaces become one space, none around the text); "</s>" or "<pad>"
@@ -101,8 +101,9 @@ class TranslationPipeline(Pipeline):
             raise TypeError(f"{type(self).__name__} translates strings, got {type(text).__name__}: {text!r}")
         text = normalize_text(text)  # as the training data was
         limit = None
-        if truncation and self.tokenizer.model_max_length > 10**6:  # "no limit" (1e30): the model's positions then
-            limit = getattr(self.model.config, "max_position_embeddings", None)
+        if truncation:  # at the tokenizer's limit or the model's positions, the shorter ("no limit" is 1e30)
+            positions = getattr(self.model.config, "max_position_embeddings", None) or self.tokenizer.model_max_length
+            limit = min(self.tokenizer.model_max_length, positions)
         encoded = self.tokenizer(text, truncation=truncation, max_length=limit, return_tensors="pt",
                                  split_special_tokens=reads_special_tokens_as_text(self.tokenizer))
         blank = torch.tensor([not text])

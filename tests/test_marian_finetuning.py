@@ -149,6 +149,39 @@ def test_translate_py_translates_an_opus_mt_folder_as_marian_does_and_quantizes_
         assert len(capsys.readouterr().out.splitlines()) == 2
 
 
+def test_translate_py_keeps_a_marian_model_it_cannot_convert_within_its_positions(opus_mt, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """A MarianMTModel with separate vocabularies translates as it is, with a table of positions: a source or a
+    translation longer than it was an IndexError traceback. Sources are cut there and translations end there; a
+    --max_new_tokens past it and --quantize int8 (this package's model only) are refused in one line each."""
+    import io
+    import shutil
+    import sys
+
+    from tiny_translation_model import load_script
+
+    kept = tmp_path / "separate-vocabularies"
+    shutil.copytree(opus_mt, kept)
+    marian = MarianMTModel.from_pretrained(opus_mt)
+    config = marian.config.to_dict() | {"share_encoder_decoder_embeddings": False, "max_position_embeddings": 12}
+    torch.manual_seed(0)
+    MarianMTModel(MarianConfig(**config)).save_pretrained(kept)
+    script = load_script("translate")
+    long_line = " ".join(["A dog runs across the meadow."] * 6)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(long_line + "\nA dog.\n"))
+    script.main([str(kept), "-q"])
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    assert "cannot take over" in captured.err
+    assert "it translates as it is, sources cut at its 12 positions" in captured.err
+    for flags, message in ((["--max_new_tokens", "12"], "has 12 positions, so its translations end by 11 new tokens"),
+                           (["--quantize", "int8"], "--quantize int8 quantizes this package's model, and")):
+        monkeypatch.setattr(sys, "stdin", io.StringIO("A dog.\n"))
+        with pytest.raises(SystemExit) as exit_info:
+            script.main([str(kept), "-q", *flags])
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_scoring_an_opus_mt_model_the_other_way_round_is_warned_about(opus_mt, caplog):
     """An opus-mt model records its languages in its tokenizer's config only (no card inputs of this package)."""
     from types import SimpleNamespace

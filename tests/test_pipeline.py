@@ -320,3 +320,10 @@ def test_truncation_cuts_at_the_models_positions_where_the_tokenizer_sets_no_lim
     limit = translator.model.config.max_position_embeddings
     assert translator.preprocess(long_text)["input_ids"].shape[1] > limit
     assert translator.preprocess(long_text, truncation=True)["input_ids"].shape[1] == limit
+    shorter = copy.copy(translator)  # a model of fewer positions than its tokenizer's limit (a Marian model's table)
+    shorter.model = copy.copy(translator.model)
+    shorter.model.config = copy.deepcopy(translator.model.config)
+    shorter.model.config.max_position_embeddings = 7
+    shorter.tokenizer = copy.deepcopy(translator.tokenizer)
+    shorter.tokenizer.model_max_length = 50
+    assert shorter.preprocess(long_text, truncation=True)["input_ids"].shape[1] == 7

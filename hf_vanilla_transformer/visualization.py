@@ -22,6 +22,7 @@ import torch
 from matplotlib import font_manager
 from matplotlib.figure import Figure
 
+from .errors import InputError
 from .modeling_vanilla_transformer import sinusoidal_encoding
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
 
@@ -59,6 +60,13 @@ class AttentionMaps:
         raise ValueError(f"Unknown attention kind {kind!r}; choose from {sorted(KINDS)}.")
 
 
+def check_within_positions(what: str, tokens: int, positions: int | None) -> None:
+    """An InputError for `tokens` past a model's table of `positions` (None: positions computed, any length)."""
+    if positions is not None and tokens > positions:
+        raise InputError(f"{what} has {tokens} tokens, and this model's table of positions holds {positions}: give "
+                         "a shorter one (one sentence).")
+
+
 @torch.no_grad()
 def compute_attention(model, tokenizer, sentence: str, target: str | None = None, **generate_kwargs) -> AttentionMaps:
     """Attention weights for `sentence` and its translation: `target` if given, else the model's own (`generate`
@@ -79,13 +87,20 @@ def compute_attention(model, tokenizer, sentence: str, target: str | None = None
     as_text = reads_special_tokens_as_text(tokenizer)
     source = tokenizer(sentence, return_tensors="pt", split_special_tokens=as_text).to(model.device)
     start = model.config.decoder_start_token_id
+    # a model of another type (Marian) may hold its positions in a table: past it, an IndexError inside torch
+    positions = None if model.config.model_type == "vanilla_transformer" else model.config.max_position_embeddings
+    check_within_positions("The sentence", source["input_ids"].shape[1], positions)
     if target is None:
+        if positions:  # its translation ends within the table too
+            generate_kwargs = {"max_length": min(model.generation_config.max_length or positions, positions),
+                               **generate_kwargs}
         generated = model.generate(**source, **generate_kwargs)[0].tolist()
         target_ids = [token for token in generated[1:] if token != model.config.pad_token_id]
     else:
         target_ids = tokenizer(text_target=normalize_whitespace(target), split_special_tokens=as_text)["input_ids"]
     if target_ids and target_ids[-1] == model.config.eos_token_id:
         target_ids = target_ids[:-1]
+    check_within_positions("The target", len(target_ids) + 1, positions)  # with the start token
     decoder_input_ids = torch.tensor([[start, *target_ids]], device=model.device)
     outputs = model(**source, decoder_input_ids=decoder_input_ids, output_attentions=True, use_cache=False)
 

@@ -418,3 +418,27 @@ def test_the_script_draws_a_kind_once_and_the_encodings_of_this_packages_models_
     assert [path.name for path in written] == ["cross_attention.png"]
     assert ("positional_encoding.png not drawn: it shows this package's encodings, not a marian model's"
             in capsys.readouterr().out)
+
+
+@pytest.mark.filterwarnings("ignore:Unfeasible length constraints")  # the min_length that runs into the table
+def test_a_model_with_a_table_of_positions_is_kept_within_it(model_dir):
+    """A MarianMTModel holds its positions in a table: a longer sentence or target, or a translation generated past
+    it (its max_length larger than the table), was an IndexError traceback. Translations end within the table, and a
+    sentence or target longer than it is one line."""
+    from transformers import MarianConfig, MarianMTModel
+
+    from hf_vanilla_transformer.errors import InputError
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    torch.manual_seed(0)
+    marian = MarianMTModel(MarianConfig(
+        vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, pad_token_id=0, eos_token_id=2,
+        decoder_start_token_id=1, max_position_embeddings=12, max_length=64))
+    marian.generation_config.update(max_length=64, min_length=64)  # it would run past the table, if let
+    maps = compute_attention(marian, tokenizer, "sieben")
+    assert len(maps.target_tokens) <= 12
+    for sentence, target, what in ((" ".join(["siebenhundertsiebenundsiebzig"] * 5), None, "The sentence"),
+                                   ("sieben", " ".join(["seven"] * 20), "The target")):
+        with pytest.raises(InputError, match=f"{what} has .* tokens, and this model's table of positions holds 12"):
+            compute_attention(marian, tokenizer, sentence, target=target)

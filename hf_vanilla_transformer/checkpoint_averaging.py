@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -75,7 +76,10 @@ def _load_weights_into(model, weights: dict[str, torch.Tensor]):
     dtypes = {name: tensor.dtype for name, tensor in model.state_dict().items()}
     averaged = {name: tensor.to(dtypes[name]) for name, tensor in weights.items()}
     missing, unexpected = model.load_state_dict(averaged, strict=False)
-    untied = set(missing) - set(model.all_tied_weights_keys)
+    # tied weights, and those a model computes rather than saves (a MarianMTModel's table of sinusoids)
+    computed = getattr(model, "_keys_to_ignore_on_load_missing", None) or []
+    untied = {name for name in set(missing) - set(model.all_tied_weights_keys)
+              if not any(re.search(pattern, name) for pattern in computed)}
     if untied or unexpected:
         raise ValueError(f"Averaged weights do not fit the model: missing {sorted(untied)}, unexpected {unexpected}.")
     model.tie_weights()

@@ -338,3 +338,26 @@ def test_an_output_folder_that_is_or_lies_in_another_runs_checkpoint_is_refused(
     assert status == 2 and len(err.strip().splitlines()) == 1, err
     assert f"{output} {'is' if not inside else f'lies in {victim},'} a training run's checkpoint: resuming" in err
     assert (victim / "model.safetensors").read_bytes() == before and not (victim / "avg").exists()
+
+
+def test_checkpoints_of_a_marian_model_are_averaged(tmp_path, monkeypatch, capsys):
+    """A MarianMTModel computes its sinusoid table rather than saving it: averaging its checkpoints (a Seq2SeqTrainer
+    of one's own saves them) stopped in a traceback saying the table's weights were missing."""
+    from transformers import AutoTokenizer, MarianConfig, MarianMTModel
+
+    tokenizer = AutoTokenizer.from_pretrained(make_tiny_model_dir(tmp_path / "tiny"))
+    run_dir = tmp_path / "marian_run"
+    for step in (1, 2):
+        torch.manual_seed(step)
+        MarianMTModel(MarianConfig(
+            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, pad_token_id=0, eos_token_id=2,
+            decoder_start_token_id=1)).save_pretrained(run_dir / f"checkpoint-{step}")
+        tokenizer.save_pretrained(run_dir / f"checkpoint-{step}")
+    status, out, err = average(run_dir, "--last", "2", "--output_dir", tmp_path / "averaged", monkeypatch=monkeypatch,
+                               capsys=capsys)
+    assert status == 0, err
+    assert_holds(tmp_path / "averaged", mean_of(run_dir / "checkpoint-1", run_dir / "checkpoint-2"))
+    sinusoids = [MarianMTModel.from_pretrained(folder).model.encoder.embed_positions.weight
+                 for folder in (tmp_path / "averaged", run_dir / "checkpoint-1")]
+    torch.testing.assert_close(*sinusoids)

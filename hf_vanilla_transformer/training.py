@@ -324,6 +324,12 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
             )
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
+    resumes = training_args.resume_from_checkpoint not in (None, False, "False", "false")
+    if resumes and given_booleans(argv, "overwrite_output_dir").get("overwrite_output_dir"):
+        raise InputError(  # resuming took precedence, without a word
+            "--overwrite_output_dir true deletes --output_dir's earlier run, and --resume_from_checkpoint continues "
+            "one: give one of the two."
+        )
     if "overwrite_output_dir" not in given and training_args.overwrite_output_dir \
             and not builtin_overwrite_fits(model_args, data_args, training_args):
         training_args.overwrite_output_dir = False  # so is its overwriting, to what --output_dir holds

@@ -806,3 +806,16 @@ def test_resuming_from_weights_only_checkpoints_is_refused(tmp_path, monkeypatch
         f"train_translation.py: interrupted: the last complete checkpoint is {other / 'checkpoint-2'}, weights only "
         f"(--save_only_model), which cannot be resumed: fine-tune from it with --model_name_or_path "
         f"{other / 'checkpoint-2'}.")
+
+
+def test_overwriting_and_resuming_together_is_one_message(tmp_path):
+    """--overwrite_output_dir true with --resume_from_checkpoint resumed, and ignored the overwrite without a word;
+    the built-in run's default overwriting yields to a resume as before."""
+    from hf_vanilla_transformer.training import parse_arguments
+
+    for resume in ("true", str(tmp_path / "checkpoint-4")):
+        with pytest.raises(InputError, match="--overwrite_output_dir true deletes --output_dir's earlier run, and "
+                                             "--resume_from_checkpoint continues one: give one of the two."):
+            parse_arguments(["--output_dir", str(tmp_path), "--overwrite_output_dir", "--resume_from_checkpoint",
+                             resume])
+    parse_arguments(["--output_dir", str(tmp_path), "--resume_from_checkpoint", "true"])

@@ -1112,9 +1112,29 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
         append_eos(tokenizer, name)
         if given:  # a model's own tokenizer is the one it learned: evaluating or fine-tuning it is not refused
             check_decodes_to_text(tokenizer, decoding_sample(raw_datasets, data_args.target_lang), name)
+        if resume_from:
+            check_resumed_tokenizer(tokenizer, name, resume_from)
         return tokenizer
     return _as_the_main_process_sees(
         training_args, lambda: resumed_or_new_tokenizer(model_args, data_args, training_args, raw_datasets, resume_from)
+    )
+
+
+def check_resumed_tokenizer(tokenizer, name: str, checkpoint: str) -> None:
+    """A run resumed with a tokenizer given (--tokenizer_name, or the fine-tuned model's) goes on with the one its
+    checkpoint was trained with: with another, each id would mean another token to the half-trained weights."""
+    if not (Path(checkpoint) / "tokenizer.json").is_file():  # a checkpoint of an older version, or none saved
+        return
+    saved = load_tokenizer(checkpoint)
+    special = ("pad_token_id", "eos_token_id", "bos_token_id")
+    vocabulary, saved_vocabulary = tokenizer.get_vocab(), saved.get_vocab()
+    if vocabulary == saved_vocabulary and all(getattr(tokenizer, i) == getattr(saved, i) for i in special):
+        return
+    moved = sum(vocabulary.get(token) != index for token, index in saved_vocabulary.items())
+    raise InputError(
+        f"The tokenizer of {name} is not the one {checkpoint} was trained with ({moved} of its {len(saved_vocabulary)} "
+        "tokens have another id, or other special tokens): the resumed model would read each id as another token. "
+        "Resume with the run's own tokenizer (leave --tokenizer_name out: the checkpoint's is used), or train anew."
     )
 
 

@@ -966,6 +966,23 @@ def test_a_tokenizer_left_in_the_output_folder_is_reused_only_when_resuming(tmp_
     stale.save_pretrained(tmp_path / "run")
     resumed = load_or_train_tokenizer(*args, raw, resume_from=str(tmp_path / "run" / "checkpoint-5"))
     assert resumed.get_vocab() == stale.get_vocab()
+    # a tokenizer given for the resumed run must be the checkpoint's: another one was taken (of the same size, it
+    # went on without a word), and each id then meant another token to the half-trained weights
+    other = train_bpe_tokenizer([p["en"] for p in pairs], vocab_size=300)
+    other.save_pretrained(tmp_path / "other")
+    fresh.save_pretrained(tmp_path / "same")
+    stale.save_pretrained(tmp_path / "same")
+    for tokenizer, refused in (("other", True), ("same", False)):
+        given = parse_arguments(["--output_dir", str(tmp_path / "run"), "--train_prefix", str(tmp_path / "unused"),
+                                 "--source_lang", "de", "--target_lang", "en", "--tokenizer_name",
+                                 str(tmp_path / tokenizer)])
+        resume = str(tmp_path / "run" / "checkpoint-5")
+        if refused:
+            with pytest.raises(InputError, match=f"The tokenizer of {tmp_path / 'other'} is not the one {resume} was "
+                                                 "trained with .* tokens have another id"):
+                load_or_train_tokenizer(*given, raw, resume_from=resume)
+        else:
+            assert load_or_train_tokenizer(*given, raw, resume_from=resume).get_vocab() == stale.get_vocab()
 
 
 def test_the_builtin_runs_overwriting_replaces_only_its_own_earlier_runs(tmp_path):

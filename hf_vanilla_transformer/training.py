@@ -937,6 +937,16 @@ def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> No
             f"--vocab_size {model_args.vocab_size} is smaller than the byte-level BPE's alphabet (256 bytes and "
             f"{len(SPECIAL_TOKENS)} special tokens): give at least {smallest}."
         )
+    if model_args.vocab_size > LARGEST_VOCABULARY:  # the BPE trainer's allocation for 10^9 aborted the process
+        raise InputError(
+            f"--vocab_size {model_args.vocab_size:,} is more than a translation vocabulary needs (the paper's: 37,000 "
+            f"tokens) and than the BPE trainer can hold: give at most {LARGEST_VOCABULARY:,}."
+        )
+
+
+LARGEST_VOCABULARY = 2**20
+"""The largest --vocab_size taken: more than any translation model uses (the paper's 37,000; the largest language
+models' about 256,000), and at 10^9 the BPE trainer aborted the process on its allocation, with a Rust backtrace."""
 
 
 def check_training_flags(training_args) -> None:

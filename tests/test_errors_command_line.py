@@ -235,6 +235,11 @@ def a_vocabulary_smaller_than_the_bytes(tmp):
     return ["--vocab_size", "100"], ["--vocab_size 100 is smaller than the byte-level BPE's alphabet", "at least 260"]
 
 
+def a_vocabulary_past_what_bpe_training_holds(tmp):  # 10^9 aborted the process in the Rust BPE trainer
+    return ["--vocab_size", "1000000000"], ["--vocab_size 1,000,000,000 is more than a translation vocabulary needs",
+                                            "give at most 1,048,576"]
+
+
 def evaluation_pairs_kept_all_blank(tmp):  # the empty split failed in `datasets` with a KeyError-like traceback
     write(tmp / "t.de", "eins\nzwei\n".encode() * 20)
     write(tmp / "t.en", b"one\ntwo\n" * 20)
@@ -300,6 +305,7 @@ OUT_OF_RANGE = [
 
 @pytest.mark.parametrize("make_case", [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
+    a_vocabulary_past_what_bpe_training_holds,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, a_tokenizer_path_that_is_no_folder,
     a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
     fine_tuning_with_size_flags, a_preset_and_a_config, evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,

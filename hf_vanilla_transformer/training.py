@@ -1196,14 +1196,21 @@ def load_or_build_model(model_args, data_args, tokenizer):
             check_the_models_own_tokenizer(tokenizer, model_args)
         return this_packages_model(model, model_args.model_name_or_path, model_args.attn_implementation)
     ids = special_token_ids(tokenizer)
+    vocabulary = vocabulary_size(tokenizer)
     if model_args.config_name:
         with loading_from(model_args.config_name, "a model's config"):
             config = AutoConfig.from_pretrained(
-                _pretrained(model_args.config_name), vocab_size=len(tokenizer), **ids, **size_overrides(model_args)
+                _pretrained(model_args.config_name), vocab_size=vocabulary, **ids, **size_overrides(model_args)
             )
         model = AutoModelForSeq2SeqLM.from_config(config, attn_implementation=model_args.attn_implementation)
         return this_packages_model(model, model_args.config_name, model_args.attn_implementation)
-    return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, len(tokenizer), **ids))
+    return VanillaTransformerForConditionalGeneration(model_config(model_args, data_args, vocabulary, **ids))
+
+
+def vocabulary_size(tokenizer) -> int:
+    """The rows a new model's embedding needs for `tokenizer`: its largest id + 1, which is more than its number of
+    tokens where its ids leave gaps (a vocabulary pruned by hand, say)."""
+    return max(len(tokenizer), max(tokenizer.get_vocab().values(), default=-1) + 1)
 
 
 def check_the_models_own_tokenizer(tokenizer, model_args) -> None:

@@ -740,6 +740,24 @@ def test_size_flags_change_a_config_name(tmp_path):
     assert (config.d_model, config.encoder_ffn_dim, config.encoder_layers, config.normalize_before) == (32, 48, 2, True)
 
 
+def test_a_new_models_vocabulary_reaches_the_tokenizers_largest_id(tmp_path):
+    """A tokenizer whose ids leave gaps (800 tokens, ids up to 1099: a vocabulary pruned by hand) made a model of 800
+    rows, and the run stopped saying the tokenizer did not fit the model it had just built for it."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "ein": 4, "Text": 9}
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocabulary, "<unk>")),
+                                        pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    assert len(tokenizer) == 6
+    for flags in ([], ["--config_name", str(tmp_path / "config")]):
+        VanillaTransformerConfig(d_model=16).save_pretrained(tmp_path / "config")
+        model_args, data_args, _ = parse_arguments(
+            ["--output_dir", str(tmp_path / "run"), "--train_prefix", "x", "--source_lang", "en", "--target_lang",
+             "de", "--d_model", "16", "--layers", "1", "--attention_heads", "2", "--ffn_dim", "32", *flags])
+        assert load_or_build_model(model_args, data_args, tokenizer).config.vocab_size == 10
+
+
 def test_no_data_arguments_means_the_builtin_corpus(tmp_path, monkeypatch):
     model, data, args = parse_arguments(["--output_dir", str(tmp_path)])
     assert data.builtin_dataset == "number_words" and (data.source_lang, data.target_lang) == ("de", "en")

@@ -381,8 +381,10 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     save the model's tokenizer into it). A `tokenizer.json` file stands for the folder it is in; another JSON file
     of the `tokenizers` library (`Tokenizer.save("my.json")`) is read on its own."""
     path = Path(name_or_path)
-    if path.is_file() and path.name == "tokenizer.json":
+    if path.is_file() and path.name == "tokenizer.json" and (path.parent / "tokenizer_config.json").is_file():
         return load_tokenizer(path.parent, remedy=remedy, **kwargs)
+    if (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
+        path = path / "tokenizer.json"  # `Tokenizer.save(".../tokenizer.json")`: a bare file, which names no tokens
     remedy = remedy or (f"Save the tokenizer the model was trained with into it (`tokenizer.save_pretrained("
                         f"'{path}')`; the training script also takes one with --tokenizer_name).")
     if path.is_file():
@@ -418,6 +420,8 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
         raise InputError(f"The tokenizer of {name_or_path} needs {library}: install it{hint}.") from error
     except ValueError as error:
         if "backend tokenizer" not in str(error):
+            if path.is_dir():
+                raise _unloadable(path, error, remedy) from error
             raise
         if path.is_dir():  # a tokenizer_config.json without tokenizer.json
             raise InputError(f"{path} has a tokenizer config but not the tokenizer (tokenizer.json). {remedy}") from error
@@ -426,6 +430,15 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
             "tokenizer the model was trained with beside it (`tokenizer.push_to_hub(...)`, or scripts/push_to_hub.py "
             "on the training run's folder)."
         ) from error
+    except Exception as error:  # a tokenizer.json of the right JSON but not loadable: tokenizers' own exceptions,
+        if not path.is_dir():  # or a KeyError for a part missing ('added_tokens')
+            raise
+        raise _unloadable(path, error, remedy) from error
+
+
+def _unloadable(path: Path, error: Exception, remedy: str) -> InputError:
+    reason = f"{type(error).__name__}: {error}" if isinstance(error, KeyError) else str(error).strip()
+    return InputError(f"{path} holds a tokenizer that cannot be loaded ({reason or type(error).__name__}). {remedy}")
 
 
 def check_tokenizer_fits_model(tokenizer, vocab_size: int, name: str | Path) -> None:

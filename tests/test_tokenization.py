@@ -1,5 +1,6 @@
 """Tests for hf_vanilla_transformer.tokenization: shared byte-level BPE, eos post-processing, save/reload."""
 
+import json
 import re
 
 import pytest
@@ -224,6 +225,20 @@ def test_load_tokenizer_takes_a_tokenizer_file(tmp_path):
     (tmp_path / "saved" / "tokenizer.json").write_text('{"version": "1.0", "trunc')  # the advice names the folder
     with pytest.raises(InputError, match=re.escape(f"`tokenizer.save_pretrained('{tmp_path / 'saved'}')`")):
         load_tokenizer(tmp_path / "saved" / "tokenizer.json")
+    # a bare file saved under the usual name, alone in its folder, is read as a bare file (it was refused for
+    # "no pad token" while the same file as mine.json trained), given as the file or as its folder
+    (tmp_path / "bare").mkdir()
+    tokenizer.backend_tokenizer.save(str(tmp_path / "bare" / "tokenizer.json"))
+    for given in (tmp_path / "bare", tmp_path / "bare" / "tokenizer.json"):
+        assert special_token_ids(load_tokenizer(given)) == special_token_ids(tokenizer)
+    # JSON that tokenizers cannot read as a tokenizer, beside a config: one message, not a KeyError's traceback
+    saved = json.loads((tmp_path / "mine.json").read_text())
+    del saved["added_tokens"]
+    tokenizer.save_pretrained(tmp_path / "damaged")
+    (tmp_path / "damaged" / "tokenizer.json").write_text(json.dumps(saved))
+    with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'damaged'} holds a tokenizer that cannot be loaded "
+                                                   "(KeyError: 'added_tokens')")):
+        load_tokenizer(tmp_path / "damaged")
 
 
 GERMAN_TARGETS = [

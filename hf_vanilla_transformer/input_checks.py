@@ -101,7 +101,9 @@ def warn_if_labels_never_end(labels: torch.Tensor, eos_token_id, pad_token_id) -
     if eos_token_id is None or not isinstance(labels, torch.Tensor) or not on_host(labels) or labels.numel() == 0 \
             or is_torchdynamo_compiling():
         return
-    real = (labels != -100) & (labels != pad_token_id)
+    real = labels != -100
+    if pad_token_id is not None and pad_token_id not in torch.tensor(eos_token_id).flatten().tolist():
+        real &= labels != pad_token_id  # padding; a pad that is the end token too ends the rows it pads
     last = torch.where(real, torch.arange(labels.shape[1]), -1).amax(dim=1)  # each row's last real label
     rows = last >= 0
     if not rows.any():

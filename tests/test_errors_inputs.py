@@ -125,3 +125,20 @@ def test_labels_without_the_end_token_are_warned_about(append_eos, caplog):
         "and translates until the length limit. Make the tokenizer append it to the targets (transformers' "
         "translation tokenizers and `hf_vanilla_transformer.tokenization.train_bpe_tokenizer` do; a bare "
         '`tokenizers` BPE needs a post-processor, `TemplateProcessing(single="$A </s>", ...)`).'])
+
+
+def test_labels_that_end_with_a_pad_that_is_the_end_token_are_not_warned_about(caplog):
+    """A tokenizer whose pad token is its end token: the labels end with it, and the check took it for padding."""
+    from transformers.utils import logging as transformers_logging
+
+    from hf_vanilla_transformer.input_checks import warn_if_labels_never_end
+
+    transformers_logging.get_logger("x").warning_once.cache_clear()
+    labels = torch.tensor([[5, 6, 2, -100], [5, 6, 7, 2]])
+    with caplog.at_level("WARNING"):
+        warn_if_labels_never_end(labels, eos_token_id=2, pad_token_id=2)
+        warn_if_labels_never_end(torch.tensor([[5, 6, 2, 2]]), eos_token_id=2, pad_token_id=2)  # padded with it
+    assert "ends with the end token" not in caplog.text
+    with caplog.at_level("WARNING"):
+        warn_if_labels_never_end(torch.tensor([[5, 6, -100]]), eos_token_id=2, pad_token_id=2)
+    assert "No row of `labels` ends with the end token" in caplog.text

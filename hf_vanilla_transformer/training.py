@@ -918,9 +918,10 @@ def check_data_flags(model_args: ModelArguments, data_args: DataArguments) -> No
         )
     if data_args.num_samples_to_print < 0:
         raise InputError(f"--num_samples_to_print must be 0 or more, got {data_args.num_samples_to_print}.")
-    for name in ("max_source_length", "max_target_length"):
-        if getattr(data_args, name) < 1:
-            raise InputError(f"--{name} must be at least 1 token, got {getattr(data_args, name)}.")
+    for name in ("max_source_length", "max_target_length"):  # a sentence cut to 1 token is its end token alone
+        if getattr(data_args, name) < 2:
+            raise InputError(f"--{name} must be at least 2 tokens (a word and the end token), got "
+                             f"{getattr(data_args, name)}.")
     for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
         value = getattr(data_args, name)
         if value is not None and value < 1:

@@ -224,7 +224,13 @@ def a_reporting_tool_not_installed(tmp):
 
 
 def no_source_tokens(tmp):
-    return ["--max_source_length", "0"], ["--max_source_length must be at least 1 token, got 0"]
+    return ["--max_source_length", "0"], ["--max_source_length must be at least 2 tokens (a word and the end token), "
+                                          "got 0"]
+
+
+def targets_cut_to_their_end_token(tmp):  # every label was `</s>` alone: a run trained on nothing, and exited 0
+    return ["--max_target_length", "1"], ["--max_target_length must be at least 2 tokens (a word and the end token), "
+                                          "got 1"]
 
 
 def no_training_pairs(tmp):
@@ -305,7 +311,7 @@ OUT_OF_RANGE = [
 
 @pytest.mark.parametrize("make_case", [
     a_reporting_tool_not_installed, no_source_tokens, no_training_pairs, a_vocabulary_smaller_than_the_bytes,
-    a_vocabulary_past_what_bpe_training_holds,
+    a_vocabulary_past_what_bpe_training_holds, targets_cut_to_their_end_token,
     a_model_neither_here_nor_on_the_hub, a_tokenizer_neither_here_nor_on_the_hub, a_tokenizer_path_that_is_no_folder,
     a_dataset_neither_here_nor_on_the_hub, a_dataset_folder_without_data,
     fine_tuning_with_size_flags, a_preset_and_a_config, evaluating_without_a_model, evaluating_with_training_data_only, scoring_without_generating, nothing_to_do, training_without_training_data, predicting_without_test_data,

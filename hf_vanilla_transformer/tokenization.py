@@ -224,6 +224,25 @@ def _unspaced(text: str) -> str:
     return _SPACE_AT_PUNCTUATION.sub("", _spaced(text))
 
 
+def _case_or_accents_folded(tokenizer, texts: list[str]) -> list[tuple[str, str]]:
+    """[(text, normalized)] for the `texts` that the tokenizer's normalizer changes in case or accents alone (its
+    Lowercase, StripAccents), not in its Unicode form (NFC, NFKC) or otherwise."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or backend.normalizer is None:
+        return []
+
+    def folded(text: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFKD", text.casefold()) if not unicodedata.combining(c))
+
+    found = []
+    for text in map(normalize_whitespace, texts):
+        normalized = backend.normalizer.normalize_str(text)
+        unicode_forms = {text, unicodedata.normalize("NFC", text), unicodedata.normalize("NFKC", text)}
+        if normalized not in unicode_forms and folded(normalized) == folded(text):
+            found.append((text, normalized))
+    return found
+
+
 def _decoding_failures(tokenizer, texts: list[str]) -> tuple[int, list[tuple[str, str]], list[tuple[str, str]]]:
     """(how many of `texts` were checked, [(text, decoded)] for those that decode to other text, [(text, decoded)]
     for those that decode otherwise only in the spaces at punctuation). Encoded as the package encodes targets
@@ -343,6 +362,15 @@ def check_decodes_to_text(tokenizer, texts: list[str], name: str | Path) -> None
             f"The tokenizer {name} does not give text back: {len(other)} of {checked} training targets decode to "
             f"other text, e.g. {_shown(text)} -> {_shown(decoded)}, and so would the model's translations. {fix}, "
             "or leave --tokenizer_name out to train a tokenizer on the data."
+        )
+    if len(folded := _case_or_accents_folded(tokenizer, texts)) > limit:
+        text, normalized = min(folded, key=lambda pair: len(pair[0]))
+        logger.warning(
+            f"The tokenizer {name} lowercases or strips accents from what it reads ({len(folded)} of {len(texts)} "
+            f"training targets, e.g. {_shown(text)} -> {_shown(normalized)}): the model's translations will read so, "
+            "and be scored against references as they are written (a lowercased perfect translation of Multi30k's "
+            "validation scores BLEU 26). Give a tokenizer whose normalizer keeps them, or leave --tokenizer_name out "
+            "to train one on the data; or lowercase the references too, to score as it translates."
         )
     if len(spacing) > limit:
         text, decoded = min(spacing, key=lambda pair: len(pair[0]))

@@ -270,6 +270,30 @@ def quicktour_tokenizer(pre_tokenizer=None, decoder=None, model=None):
                                    unk_token="<unk>")
 
 
+@pytest.mark.parametrize("folding, warned", [("Lowercase", True), ("StripAccents", True), ("NFKC", False),
+                                             (None, False)])
+def test_a_tokenizer_that_lowercases_or_strips_accents_is_warned_about(folding, warned, caplog):
+    """Such a tokenizer was taken without a word: the model then translated "ein madchen schlaft.", and scored
+    against the references as written (BLEU 26 for a perfect lowercase copy of Multi30k's validation)."""
+    from tokenizers import decoders, normalizers, pre_tokenizers
+
+    from hf_vanilla_transformer.tokenization import check_decodes_to_text
+
+    tokenizer = quicktour_tokenizer(pre_tokenizers.ByteLevel(), decoders.ByteLevel())
+    if folding is not None:
+        steps = [normalizers.NFD(), normalizers.StripAccents()] if folding == "StripAccents" else \
+            [getattr(normalizers, folding)()]
+        tokenizer.backend_tokenizer.normalizer = normalizers.Sequence(steps)
+    with caplog.at_level("WARNING"):
+        check_decodes_to_text(tokenizer, GERMAN_TARGETS, "toks/folding")
+    assert ("The tokenizer toks/folding lowercases or strips accents from what it reads" in caplog.text) == warned
+    caplog.clear()
+    with caplog.at_level("WARNING"):  # this package's own tokenizers (NFC) keep both
+        check_decodes_to_text(train_bpe_tokenizer(CORPUS + GERMAN_TARGETS, vocab_size=300, min_frequency=1),
+                              GERMAN_TARGETS, "ours")
+    assert "lowercases or strips accents" not in caplog.text
+
+
 def test_a_tokenizer_that_does_not_give_text_back_is_refused():
     """A quicktour tokenizer given with --tokenizer_name (no decoder; a Whitespace pre-tokenizer, which drops the
     spaces) was accepted: translations read "lä d t Baum wo l le", and a perfect model scored BLEU 30."""
@@ -302,8 +326,8 @@ def test_a_tokenizer_that_does_not_give_text_back_is_refused():
 @pytest.mark.parametrize("kind", ["package", "package lowercasing", "byte-level", "metaspace", "unknown words"])
 def test_tokenizers_that_give_text_back_pass(kind, caplog):
     """This package's tokenizers (the built-in corpus' lowercases and spells "ä" as "ae": its normalizer's text
-    counts as given back), a byte-level or Metaspace one with its decoder, and texts the tokenizer reads as
-    `<unk>` (the unknown-token warning's business) pass without a word."""
+    counts as given back, and its targets have no capitals), a byte-level or Metaspace one with its decoder, and
+    texts the tokenizer reads as `<unk>` (the unknown-token warning's business) pass without a word."""
     import logging
 
     from tokenizers import decoders, normalizers, pre_tokenizers
@@ -315,6 +339,8 @@ def test_tokenizers_that_give_text_back_pass(kind, caplog):
     if kind.startswith("package"):
         normalizer = number_words_normalizer() if kind == "package lowercasing" else None
         tokenizer = train_bpe_tokenizer(CORPUS + GERMAN_TARGETS, 400, min_frequency=1, normalizer=normalizer)
+        if normalizer is not None:  # its targets, English number words, have no capitals: nothing to warn about
+            texts = ["twenty-three", "one hundred and five", "nineteen thousand, two hundred and seventeen"] * 3
     elif kind == "byte-level":
         tokenizer = quicktour_tokenizer(pre_tokenizers.ByteLevel(add_prefix_space=True), decoders.ByteLevel())
     elif kind == "metaspace":

@@ -451,8 +451,16 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
             if path.is_dir():
                 raise _unloadable(path, error, remedy) from error
             raise
-        if path.is_dir():  # a tokenizer_config.json without tokenizer.json
+        if path.is_dir() and (path / "tokenizer_config.json").is_file():  # a config without tokenizer.json
             raise InputError(f"{path} has a tokenizer config but not the tokenizer (tokenizer.json). {remedy}") from error
+        if path.is_dir():  # vocab.json (and merges.txt) alone, as `tokenizers`' save_model writes them
+            held = ", ".join(sorted(name for name in TOKENIZER_FILES + ("merges.txt",) if (path / name).is_file()))
+            raise InputError(
+                f"{path} holds {held} but no tokenizer.json or tokenizer_config.json: the files of a tokenizer's model "
+                "alone (as `tokenizers`' save_model writes them). Load them into a tokenizer (e.g. "
+                "`ByteLevelBPETokenizer(vocab, merges)`), save it with `.save(\"FOLDER/tokenizer.json\")`, and give "
+                "that folder."
+            ) from error
         raise InputError(  # a Hub repository without tokenizer files: transformers names none of them
             f"{name_or_path} has no tokenizer (no tokenizer.json, nor the files of another tokenizer kind): push the "
             "tokenizer the model was trained with beside it (`tokenizer.push_to_hub(...)`, or scripts/push_to_hub.py "

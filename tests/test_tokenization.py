@@ -239,6 +239,12 @@ def test_load_tokenizer_takes_a_tokenizer_file(tmp_path):
     with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'damaged'} holds a tokenizer that cannot be loaded "
                                                    "(KeyError: 'added_tokens')")):
         load_tokenizer(tmp_path / "damaged")
+    # a tokenizer model's files alone, as `tokenizers`' save_model writes them: it was told it had a tokenizer config
+    (tmp_path / "model_files").mkdir()
+    tokenizer.backend_tokenizer.model.save(str(tmp_path / "model_files"))
+    with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'model_files'} holds merges.txt, vocab.json but no "
+                                                   "tokenizer.json or tokenizer_config.json")):
+        load_tokenizer(tmp_path / "model_files")
 
 
 GERMAN_TARGETS = [

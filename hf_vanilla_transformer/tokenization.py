@@ -411,8 +411,9 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     path = Path(name_or_path)
     if path.is_file() and path.name == "tokenizer.json" and (path.parent / "tokenizer_config.json").is_file():
         return load_tokenizer(path.parent, remedy=remedy, **kwargs)
-    if (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
-        path = path / "tokenizer.json"  # `Tokenizer.save(".../tokenizer.json")`: a bare file, which names no tokens
+    if (path / "tokenizer.json").is_file() and not any((path / name).is_file() for name in (
+            "tokenizer_config.json", "special_tokens_map.json")):  # `Tokenizer.save(".../tokenizer.json")`: a bare
+        path = path / "tokenizer.json"  # file, which names no special tokens
     remedy = remedy or (f"Save the tokenizer the model was trained with into it (`tokenizer.save_pretrained("
                         f"'{path}')`; the training script also takes one with --tokenizer_name).")
     if path.is_file():

@@ -95,10 +95,15 @@ def last_complete_checkpoint(output_dir: str | Path) -> Path | None:
     return complete[-1]
 
 
+def resumes(training_args) -> bool:
+    """Whether --resume_from_checkpoint asks to resume (`true`, or a checkpoint), not `false` or nothing."""
+    return training_args.resume_from_checkpoint not in (None, False, "False", "false")
+
+
 def resume_checkpoint(training_args) -> str | None:
     """`--resume_from_checkpoint` as given; `true` means the last complete checkpoint in output_dir."""
     resume = training_args.resume_from_checkpoint
-    if resume in (None, False, "False", "false"):
+    if not resumes(training_args):
         return None
     if resume in (True, "True", "true"):
         last = last_complete_checkpoint(training_args.output_dir)

@@ -101,15 +101,16 @@ def warn_if_labels_never_end(labels: torch.Tensor, eos_token_id, pad_token_id) -
     if eos_token_id is None or not isinstance(labels, torch.Tensor) or not on_host(labels) or labels.numel() == 0 \
             or is_torchdynamo_compiling():
         return
+    end_ids = torch.tensor(eos_token_id).flatten()
     real = labels != -100
-    if pad_token_id is not None and pad_token_id not in torch.tensor(eos_token_id).flatten().tolist():
+    if pad_token_id is not None and pad_token_id not in end_ids:
         real &= labels != pad_token_id  # padding; a pad that is the end token too ends the rows it pads
     last = torch.where(real, torch.arange(labels.shape[1]), -1).amax(dim=1)  # each row's last real label
     rows = last >= 0
     if not rows.any():
         return
     ends = labels[rows, last[rows]]
-    if not torch.isin(ends, torch.tensor(eos_token_id).flatten()).any():
+    if not torch.isin(ends, end_ids).any():
         logger.warning_once(
             f"No row of `labels` ends with the end token (eos_token_id {eos_token_id}): a model trained on them "
             "never learns to stop, and translates until the length limit. Make the tokenizer append it to the "

@@ -53,6 +53,7 @@ from .checkpoints import (
     last_complete_checkpoint,
     new_folder,
     resume_checkpoint,
+    resumes,
     run_checkpoints,
     run_settings,
 )
@@ -324,8 +325,7 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
             )
     if "average_last_checkpoints" not in given and not default_averaging_fits(training_args, given):
         training_args.average_last_checkpoints = None  # the built-in run's averaging yields to the user's flags
-    resumes = training_args.resume_from_checkpoint not in (None, False, "False", "false")
-    if resumes and given_booleans(argv, "overwrite_output_dir").get("overwrite_output_dir"):
+    if resumes(training_args) and given_booleans(argv, "overwrite_output_dir").get("overwrite_output_dir"):
         raise InputError(  # resuming took precedence, without a word
             "--overwrite_output_dir true deletes --output_dir's earlier run, and --resume_from_checkpoint continues "
             "one: give one of the two."

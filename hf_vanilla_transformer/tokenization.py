@@ -19,6 +19,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from transformers.tokenization_utils_base import LARGE_INTEGER, VERY_LARGE_INTEGER
 
 from .errors import InputError
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
@@ -185,6 +186,19 @@ def append_eos(tokenizer, name: str | Path) -> None:
         "trained on it would never learn to stop: it now appends it (a TemplateProcessing post-processor, saved "
         "with the run's tokenizer, so that the saved model translates as it was trained)."
     )
+
+
+def drop_length_limit(tokenizer, name: str | Path) -> None:
+    """Clear the `model_max_length` a given tokenizer brings from the model it was made for (a BERT tokenizer's
+    512, or any limit saved with it): a new model here computes its position encodings for any length, and the
+    limit, saved with the run's tokenizer, would make transformers warn of "indexing errors" that cannot happen and
+    cut a pipeline's `truncation=True` there. The run's own limits are --max_source_length and --max_target_length."""
+    if tokenizer.model_max_length >= LARGE_INTEGER:  # no limit set: transformers' VERY_LARGE_INTEGER
+        return
+    logger.info(f"The tokenizer {name} says its model reads at most {tokenizer.model_max_length} tokens; this "
+                "model's position encodings are computed for any length, so the run's tokenizer is saved without "
+                "that limit.")
+    tokenizer.model_max_length = VERY_LARGE_INTEGER
 
 
 DECODING_SAMPLE_SIZE = 200

@@ -109,6 +109,7 @@ from .tokenization import (
     check_decodes_to_text,
     check_special_tokens,
     decoding_sample,
+    drop_length_limit,
     load_tokenizer,
     special_token_ids,
     train_bpe_tokenizer,
@@ -1121,6 +1122,8 @@ def load_or_train_tokenizer(model_args, data_args, training_args, raw_datasets, 
         check_special_tokens(tokenizer, needed, name,
                              remedy="Or leave --tokenizer_name out to train a tokenizer on the data." if given else "")
         append_eos(tokenizer, name)
+        if given and not model_args.model_name_or_path:  # a new model, which has no table of positions
+            drop_length_limit(tokenizer, name)
         if given:  # a model's own tokenizer is the one it learned: evaluating or fine-tuning it is not refused
             check_decodes_to_text(tokenizer, decoding_sample(raw_datasets, data_args.target_lang), name)
         if resume_from:

@@ -1176,6 +1176,22 @@ def test_a_given_tokenizer_that_does_not_append_eos_is_made_to(tmp_path, caplog)
     assert any("did not end what it encodes with its end token '</s>'" in message for message in caplog.messages)
 
 
+def test_a_given_tokenizers_length_limit_is_not_kept_for_a_new_model(tmp_path, caplog):
+    """A tokenizer saved with model_max_length 16 (another model's limit) kept it in the run's folder: transformers
+    then warned of "indexing errors" for longer sentences, and a pipeline's truncation=True cut sources at 16
+    tokens, though this model's positions are computed for any length."""
+    from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
+
+    tokenizer = train_bpe_tokenizer(["ein Mann", "a man"] * 5, 270, min_frequency=1, model_max_length=16)
+    tokenizer.save_pretrained(tmp_path / "tok")
+    with caplog.at_level(logging.INFO, logger="hf_vanilla_transformer.tokenization"):
+        given = given_tokenizer(tmp_path, tmp_path / "tok")
+    assert given.model_max_length == VERY_LARGE_INTEGER
+    assert any("says its model reads at most 16 tokens" in message for message in caplog.messages)
+    given.save_pretrained(tmp_path / "saved")
+    assert AutoTokenizer.from_pretrained(tmp_path / "saved").model_max_length == VERY_LARGE_INTEGER
+
+
 def test_a_given_tokenizer_without_the_special_tokens_a_model_needs_is_one_message(tmp_path, capsys):
     """A ValueError traceback, exit 1, after the data was loaded; a tokenizer.json given as a file was "Repo id must
     be in the form ..."; a folder without a tokenizer said to pass --tokenizer_name, the flag the user had passed."""

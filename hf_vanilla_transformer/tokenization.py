@@ -20,6 +20,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from transformers.tokenization_utils_base import LARGE_INTEGER, VERY_LARGE_INTEGER
+from transformers.utils import is_protobuf_available
 
 from .errors import InputError
 from .pipeline_translation import normalize_text, normalize_whitespace, reads_special_tokens_as_text
@@ -396,7 +397,9 @@ def check_decodes_to_text(tokenizer, texts: list[str], name: str | Path) -> None
         )
 
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model"
+)
 
 
 MARIAN_TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
@@ -434,6 +437,12 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
         try:
             tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(path))
         except Exception as error:  # tokenizers' own exception types: not JSON, or not a tokenizer's
+            if path.suffix in (".model", ".spm"):
+                raise InputError(
+                    f"{path} is a SentencePiece model, which transformers reads from a folder: give the folder it "
+                    "came from, or put it alone in a folder as tokenizer.model and give that (transformers reads it "
+                    "with the protobuf library: `pip install protobuf`)."
+                ) from error
             raise InputError(f"{path} is a file that is not a tokenizer ({str(error).strip() or type(error).__name__}):"
                              " give the folder that holds the tokenizer (tokenizer.json, tokenizer_config.json), "
                              "or a Hub id.") from error
@@ -464,7 +473,7 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     except ValueError as error:
         if "backend tokenizer" not in str(error):
             if path.is_dir():
-                raise _unloadable(path, error, remedy) from error
+                raise _protobuf_missing(path, name_or_path) or _unloadable(path, error, remedy) from error
             raise
         if path.is_dir() and (path / "tokenizer_config.json").is_file():  # a config without tokenizer.json
             raise InputError(f"{path} has a tokenizer config but not the tokenizer (tokenizer.json). {remedy}") from error
@@ -485,6 +494,20 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
         if not path.is_dir():  # or a KeyError for a part missing ('added_tokens')
             raise
         raise _unloadable(path, error, remedy) from error
+
+
+SENTENCEPIECE_MODEL_FILES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model", "source.spm")
+"""The names transformers' SentencePiece-based tokenizers (T5, Llama, XLM-R, Marian) give their model file."""
+
+
+def _protobuf_missing(path: Path, name_or_path) -> InputError | None:
+    """The InputError for a folder with a SentencePiece model that transformers reads into a fast tokenizer with the
+    protobuf library, where that is not installed: transformers then tries tiktoken and advises installing it."""
+    held = [name for name in SENTENCEPIECE_MODEL_FILES if (path / name).is_file()]
+    if not held or is_protobuf_available():
+        return None
+    return InputError(f"The tokenizer of {name_or_path} is a SentencePiece model ({held[0]}), which transformers "
+                      "reads with the protobuf library: install it (`pip install protobuf`).")
 
 
 def _unloadable(path: Path, error: Exception, remedy: str) -> InputError:

@@ -377,6 +377,38 @@ def test_an_opus_mt_tokenizer_passes(tmp_path):
     check_decodes_to_text(tokenizer, targets, "opus-mt-en-de")
 
 
+def test_a_sentencepiece_model_is_told_what_transformers_needs_to_read_it(tmp_path):
+    """A folder of a SentencePiece model (spiece.model, tokenizer.model) without protobuf installed got transformers'
+    advice to install tiktoken; tokenizer.model alone was "no tokenizer"; a .model file given as the tokenizer was
+    "not a tokenizer (stream did not contain valid UTF-8)"."""
+    sentencepiece = pytest.importorskip("sentencepiece")
+    from transformers.utils import is_protobuf_available
+
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.tokenization import load_tokenizer
+
+    (tmp_path / "corpus.txt").write_text("\n".join(CORPUS))
+    sentencepiece.SentencePieceTrainer.train(
+        input=str(tmp_path / "corpus.txt"), model_prefix=str(tmp_path / "m"), vocab_size=60, pad_id=0, bos_id=1,
+        eos_id=2, unk_id=3, pad_piece="<pad>", bos_piece="<s>", eos_piece="</s>", unk_piece="<unk>", minloglevel=2)
+    with pytest.raises(InputError, match=r"m\.model is a SentencePiece model, which transformers reads from a "
+                                         r"folder: give the folder it came from, or put it alone in a folder as "
+                                         r"tokenizer\.model and give that"):
+        load_tokenizer(tmp_path / "m.model")
+    for name in ("spiece.model", "tokenizer.model"):
+        (tmp_path / name.split(".")[0]).mkdir()
+        (tmp_path / "m.model").rename(tmp_path / name.split(".")[0] / name)
+        if name == "spiece.model":
+            (tmp_path / "spiece" / "tokenizer_config.json").write_text('{"tokenizer_class": "T5Tokenizer"}')
+        if is_protobuf_available():  # transformers reads it
+            assert load_tokenizer(tmp_path / name.split(".")[0]).eos_token == "</s>"
+        else:
+            with pytest.raises(InputError, match=rf"is a SentencePiece model \({re.escape(name)}\), which transformers "
+                                                 r"reads with the protobuf library: install it \(`pip install "):
+                load_tokenizer(tmp_path / name.split(".")[0])
+        (tmp_path / name.split(".")[0] / name).rename(tmp_path / "m.model")
+
+
 @pytest.mark.parametrize("kind", ["byte-level", "metaspace", "wordpiece"])
 def test_a_tokenizer_without_the_decoder_its_pre_tokenizer_calls_for_is_given_it(kind, tmp_path, caplog):
     """Without a decoder, a byte-level tokenizer decodes "ĠHund", a Metaspace one "▁Hund", a WordPiece one

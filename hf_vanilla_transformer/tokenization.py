@@ -143,7 +143,7 @@ def check_special_tokens(tokenizer, needed: Iterable[str], name: str | Path | No
         return
     what = ", nor ".join(f"{token.removesuffix('_token')} token ({token}_id), {SPECIAL_TOKEN_ROLES[token][1]}"
                          for token in missing)
-    added = ", ".join(f'"{token}": "{SPECIAL_TOKEN_ROLES[token][0]}"' for token in missing)
+    added = ", ".join(f'"{token}": "{_suggested_token(tokenizer, token)}"' for token in missing)
     if name is not None and Path(name).is_file() and Path(name).name != "tokenizer.json":  # a bare tokenizers file
         folder = Path(name).with_suffix("")
         load = f'PreTrainedTokenizerFast(tokenizer_file="{name}")'
@@ -156,6 +156,26 @@ def check_special_tokens(tokenizer, needed: Iterable[str], name: str | Path | No
         f'tok.add_special_tokens({{{added}}}); tok.save_pretrained("{folder}")` (a token its vocabulary lacks is '
         f"added to it), and give that folder.{' ' + remedy if remedy else ''}"
     )
+
+
+SPECIAL_TOKEN_NAMES = {
+    "pad_token": ("[PAD]", "<|pad|>"),
+    "bos_token": ("cls_token", "[CLS]", "[BOS]", "<bos>", "<|startoftext|>", "<|begin_of_text|>"),
+    "eos_token": ("sep_token", "[SEP]", "[EOS]", "<eos>", "<|endoftext|>", "<|end_of_text|>"),
+}
+"""For each special token a model needs, what other tokenizers (BERT's [CLS] and [SEP], GPT's <|endoftext|>) hold
+in its place: an attribute naming a token, or a token."""
+
+
+def _suggested_token(tokenizer, role: str) -> str:
+    """The token `check_special_tokens` suggests for `role`: one the vocabulary holds in its place, else this
+    package's (which `add_special_tokens` adds to the vocabulary)."""
+    vocabulary = tokenizer.get_vocab()
+    for candidate in (SPECIAL_TOKEN_ROLES[role][0], *SPECIAL_TOKEN_NAMES[role]):
+        token = getattr(tokenizer, candidate, None) if candidate.endswith("_token") else candidate
+        if isinstance(token, str) and token in vocabulary:
+            return token
+    return SPECIAL_TOKEN_ROLES[role][0]
 
 
 def ends_with_eos(tokenizer) -> bool:
@@ -462,7 +482,7 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     if path.is_dir():
         check_marian_tokenizer_files(path, remedy)
     try:
-        return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
     except ImportError as error:  # a tokenizer of another kind, whose library is not installed: transformers' 4 lines
         needed = re.search(r"requires the (\w+) library", str(error))
         library = needed.group(1) if needed else "a library that is not installed"
@@ -494,6 +514,8 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
         if not path.is_dir():  # or a KeyError for a part missing ('added_tokens')
             raise
         raise _unloadable(path, error, remedy) from error
+    _check_has_a_vocabulary(tokenizer, name_or_path, remedy)
+    return tokenizer
 
 
 SENTENCEPIECE_MODEL_FILES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model", "source.spm")
@@ -508,6 +530,21 @@ def _protobuf_missing(path: Path, name_or_path) -> InputError | None:
         return None
     return InputError(f"The tokenizer of {name_or_path} is a SentencePiece model ({held[0]}), which transformers "
                       "reads with the protobuf library: install it (`pip install protobuf`).")
+
+
+def _check_has_a_vocabulary(tokenizer, name_or_path, remedy: str) -> None:
+    """InputError for a tokenizer of special tokens alone: what transformers 5 makes of a tokenizer_config.json
+    whose class reads a vocabulary file the folder lacks (a BertTokenizer without vocab.txt), which reads every
+    word as unknown."""
+    specials = set(tokenizer.all_special_tokens)
+    if any(token not in specials for token in tokenizer.get_vocab()):
+        return
+    held = f" of {Path(name_or_path, 'tokenizer_config.json')}" if Path(name_or_path).is_dir() else ""
+    raise InputError(
+        f"The tokenizer of {name_or_path} has no vocabulary, only its special tokens "
+        f"({', '.join(sorted(specials)) or 'none'}): the {type(tokenizer).__name__}{held} lacks the files it reads "
+        f"its vocabulary from (tokenizer.json, or its own, e.g. vocab.txt). {remedy}"
+    )
 
 
 def _unloadable(path: Path, error: Exception, remedy: str) -> InputError:

@@ -179,6 +179,33 @@ def test_missing_special_tokens_are_named_with_how_to_add_them():
         special_token_ids(plain_tokenizer())
 
 
+def test_a_bert_tokenizer_is_told_to_use_its_own_tokens_and_a_config_without_vocabulary_is_named(tmp_path):
+    """A BERT tokenizer was told to add "</s>" and "<s>" (new tokens, with no meaning learnt) beside its [SEP] and
+    [CLS]; a folder of a BertTokenizer config alone loaded as five special tokens, every word unknown, and was then
+    refused for lacking eos and bos."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from hf_vanilla_transformer.errors import InputError
+    from hf_vanilla_transformer.tokenization import load_tokenizer
+
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.train_from_iterator(CORPUS, trainers.WordPieceTrainer(
+        vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]))
+    bert = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+    with pytest.raises(InputError, match=re.escape('tok.add_special_tokens({"bos_token": "[CLS]", "eos_token": '
+                                                   '"[SEP]"})')):
+        special_token_ids(bert, "toks/bert")
+    (tmp_path / "config_only").mkdir()
+    (tmp_path / "config_only" / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizer"}')
+    with pytest.raises(InputError, match=r"has no vocabulary, only its special tokens \(\[CLS\], \[MASK\], \[PAD\], "
+                                         r"\[SEP\], \[UNK\]\): the BertTokenizer of .*tokenizer_config\.json lacks "
+                                         r"the files it reads its vocabulary from"):
+        load_tokenizer(tmp_path / "config_only")
+
+
 @pytest.mark.parametrize("puts_bos_first", [False, True])
 def test_a_tokenizer_that_does_not_append_eos_is_given_a_post_processor_saved_with_it(tmp_path, caplog,
                                                                                       puts_bos_first):

@@ -273,6 +273,22 @@ def checkpoint_card(model_dir: Path) -> dict:
     return {**run, "metrics": metrics, "training_args": [*recipe, ("Checkpoint", f"step {step} of the training run")]}
 
 
+def averaged_card(run_dir: Path, checkpoints: list[Path]) -> dict:
+    """What the card of a model averaged from a run's `checkpoints` (scripts/average_checkpoints.py) is rendered
+    from: the run's card inputs (its data, languages, tokenizer and recipe), the averaged checkpoints in the recipe,
+    and no scores, for it has not been evaluated. Without the run's inputs (a run not finished), the card says that
+    its data and settings are not recorded."""
+    averaged = (RECIPE_FIELDS["average_last_checkpoints"],
+                f"{', '.join(checkpoint.name for checkpoint in checkpoints)} (scripts/average_checkpoints.py)")
+    run_inputs = run_dir / CARD_INPUTS_FILE
+    if not run_inputs.is_file():
+        return {"metrics": {}, "run_recorded": False, "training_args": [averaged]}
+    run = read_json(run_inputs)
+    metrics = {key: value for key, value in (run.get("metrics") or {}).items() if key.endswith("_samples")}
+    recipe = [row for row in run.get("training_args", []) if row[0] != averaged[0]]
+    return {**run, "metrics": metrics, "metric_signatures": None, "training_args": [*recipe, averaged]}
+
+
 def check_push_account(repo_id: str, token: str | None, revision: str | None = None) -> None:
     """The Hub accepts the token, which may write, `repo_id`'s namespace is its account's or one of its
     organizations', and the repository (at `revision`) holds no other kind of model: asked before the training,

@@ -15,6 +15,8 @@ try:
     import hf_vanilla_transformer  # noqa: F401  (registers the model with the Auto classes)
     from hf_vanilla_transformer.checkpoint_averaging import average_checkpoints
     from hf_vanilla_transformer.errors import InputError, MissingFileError, run_command, shown_list
+    from hf_vanilla_transformer.hub import averaged_card
+    from hf_vanilla_transformer.model_card import CARD_INPUTS_FILE, save_model_card
     from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE, complete_checkpoints, run_checkpoints
 except KeyboardInterrupt:  # Ctrl-C while torch and transformers load: one line as well, not a traceback
     print("\naverage_checkpoints.py: interrupted.", file=sys.stderr)
@@ -132,7 +134,7 @@ def main(argv=None):
                         help="how many of the latest complete checkpoints to average (default: 5)")
     parser.add_argument("--output_dir", required=True, help="where to save the averaged model (a new or empty folder)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace the model in a non-empty --output_dir, and remove its model card, "
+                        help="replace the model and its card in a non-empty --output_dir, and remove its "
                              "*_results.json and generated_predictions.txt, which describe the model replaced")
     args = parser.parse_args(argv)
     if args.last < 1:
@@ -184,14 +186,16 @@ def main(argv=None):
         )
     entries = sorted(os.listdir(output)) if os.path.isdir(output) else []
     # what describes the model there (its card, scores, translations) is stale once another model is saved there
-    stale = [n for n in entries if n in ("README.md", "model_card_inputs.json", "generated_predictions.txt")
+    stale = [n for n in entries if n in ("README.md", CARD_INPUTS_FILE, "generated_predictions.txt")
              or n.endswith("_results.json")]  # the card inputs too: a push renders the card again from them
+    card = [name for name in stale if name in ("README.md", CARD_INPUTS_FILE)]  # written anew for the average
+    removed = [name for name in stale if name not in card]
     if entries and not args.overwrite:
         shown = shown_list(entries, 4)
-        removed = f" and remove {', '.join(stale)}, which describe the model there now" if stale else ""
+        also = f", and remove {', '.join(removed)}, which describe the model there now" if removed else ""
         raise InputError(
             f"--output_dir {args.output_dir} is not empty ({shown}), so it is not overwritten: give a new or empty "
-            f"folder, or pass --overwrite to replace the model there{removed}."
+            f"folder, or pass --overwrite to replace the model there{' and its card' if card else ''}{also}."
         )
     made = not os.path.isdir(output)
     try:
@@ -206,8 +210,12 @@ def main(argv=None):
         raise
     for name in stale:
         Path(output, name).unlink()
-    if stale:
-        print(f"Removed {', '.join(stale)} from {args.output_dir}: they described the model replaced.", file=sys.stderr)
+    if removed:
+        print(f"Removed {', '.join(removed)} from {args.output_dir}: they described the model replaced.",
+              file=sys.stderr)
+    # a card of its own: the run's data, languages and recipe (which the direction warnings of a later scoring run
+    # read), the checkpoints averaged, and no scores yet
+    save_model_card(output, **averaged_card(Path(args.run_dir), chosen))
     print(f"Averaged {', '.join(c.name for c in chosen)} into {args.output_dir}")
 
 

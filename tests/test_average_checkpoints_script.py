@@ -77,7 +77,7 @@ def test_an_earlier_average_is_replaced_only_with_overwrite(run, tmp_path, monke
     assert status == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith(f"average_checkpoints.py: error: --output_dir {avg} is not empty (")
     assert err.endswith(", ...), so it is not overwritten: give a new or empty folder, or pass --overwrite to replace "
-                        "the model there.\n")
+                        "the model there and its card.\n")
     assert (avg / "model.safetensors").read_bytes() == before
 
     status, out, _ = average(run, "--last", "2", "--output_dir", avg, "--overwrite", monkeypatch=monkeypatch,
@@ -94,16 +94,49 @@ def test_overwriting_a_finished_run_removes_its_card_and_results(run, tmp_path, 
 
     status, _, err = average(run, "--last", "3", "--output_dir", other, monkeypatch=monkeypatch, capsys=capsys)
     assert status == 2 and "Traceback" not in err
-    assert (f"pass --overwrite to replace the model there and remove {', '.join(sorted(describing))}, which "
-            "describe the model there now.") in err
+    assert ("pass --overwrite to replace the model there and its card, and remove all_results.json, "
+            "eval_results.json, generated_predictions.txt, which describe the model there now.") in err
     assert all((other / name).exists() for name in describing)
 
     status, _, err = average(run, "--last", "3", "--output_dir", other, "--overwrite", monkeypatch=monkeypatch,
                              capsys=capsys)
     assert status == 0
-    assert f"Removed {', '.join(sorted(describing))} from {other}: they described the model replaced." in err
-    assert not any((other / name).exists() for name in describing)
+    removed = [name for name in sorted(describing) if name != "README.md"]  # the card is written anew
+    assert f"Removed {', '.join(removed)} from {other}: they described the model replaced." in err
+    assert not any((other / name).exists() for name in removed)
+    assert "seed 9" not in (other / "README.md").read_text()
     assert_holds(other, mean_of(*(run / f"checkpoint-{step}" for step in (1, 2, 3))))
+
+
+def test_the_averaged_model_has_a_card_of_the_runs_data_and_recipe(run, tmp_path, monkeypatch, capsys, caplog):
+    """The averaged folder had no card and no card inputs: its push rendered a card of an unknown run, and a scoring
+    run with --source_lang and --target_lang swapped was not warned, as it is for the run's own model."""
+    import logging
+
+    from hf_vanilla_transformer.model_card import CARD_INPUTS_FILE
+    from hf_vanilla_transformer.training import parse_arguments, warn_about_another_direction
+
+    averaged_row = "Checkpoints averaged into the model (section 6.1)"
+    (run / CARD_INPUTS_FILE).write_text(json.dumps({
+        "source_lang": "de", "target_lang": "en", "metrics": {"train_samples": 120, "eval_bleu": 31.5},
+        "training_args": [["Seed", "42"], [averaged_row, "3"]]}))
+    assert average(run, "--last", "2", "--output_dir", tmp_path / "avg", monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    inputs = json.loads((tmp_path / "avg" / CARD_INPUTS_FILE).read_text())
+    assert (inputs["source_lang"], inputs["target_lang"], inputs["metrics"]) == ("de", "en", {"train_samples": 120})
+    assert inputs["training_args"] == [["Seed", "42"], [averaged_row, "checkpoint-2, checkpoint-3 "
+                                                                      "(scripts/average_checkpoints.py)"]]
+    card = (tmp_path / "avg" / "README.md").read_text()
+    assert "German → English" in card and "This model has not been evaluated." in card and "31.5" not in card
+    _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "scored"), "--source_lang", "en",
+                                       "--target_lang", "de", "--train_prefix", "x"])
+    with caplog.at_level(logging.WARNING):
+        warn_about_another_direction(str(tmp_path / "avg"), data_args, training=False)
+    assert any("was trained to translate de -> en" in message for message in caplog.messages)
+
+    (run / CARD_INPUTS_FILE).unlink()  # a run not finished: its settings are not recorded
+    assert average(run, "--last", "2", "--output_dir", tmp_path / "avg2", monkeypatch=monkeypatch,
+                   capsys=capsys)[0] == 0
+    assert "The training data is not recorded with this model." in (tmp_path / "avg2" / "README.md").read_text()
 
 
 def test_an_empty_output_folder_is_used(run, tmp_path, monkeypatch, capsys):

@@ -664,14 +664,19 @@ def _is_hub_id(name: str) -> bool:
 
 def _local_folder_name(name: str | None) -> str | None:
     """The folder's name alone ("x" for /home/alice/runs/x, and for its file x/tokenizer.json, as --tokenizer_name
-    takes) for a model or tokenizer named by a local path: one that exists here, or no Hub id (a path on the machine
-    the card was first rendered on); None for a Hub id or none."""
+    takes; "x/checkpoint-400" for a checkpoint of the run x) for a model or tokenizer named by a local path: one
+    that exists here, or no Hub id (a path on the machine the card was first rendered on, or "./name" as a saved
+    card names it); None for a Hub id or none."""
     if not name or _is_hub_id(name):
         return None
     path = Path(name).expanduser()
+    if name.startswith("./") and not path.exists():  # the name a card already gave it
+        return name[2:] or "a local folder"
     path = path.resolve() if path.exists() else path
     if path.is_file() or path.suffix == ".json":
         path = path.parent
+    if re.fullmatch(r"checkpoint-\d+", path.name) and path.parent.name:  # which run's checkpoint
+        return f"{path.parent.name}/{path.name}"
     return path.name or "a local folder"
 
 

@@ -347,6 +347,22 @@ def test_local_paths_are_not_published(model_dir, tmp_path):
     assert ModelCard.load(folder / "README.md").data.base_model is None
 
 
+def test_a_model_fine_tuned_from_a_checkpoint_names_the_run_it_came_from(model_dir, tmp_path):
+    """Fine-tuned from runs/base-run/checkpoint-400, the card said "Fine-tuned from the local model
+    `checkpoint-400`", which names no run; rendered again from its stored inputs it must say the same."""
+    checkpoint = tmp_path / "runs" / "base-run" / "checkpoint-400"
+    checkpoint.mkdir(parents=True)
+    folder = shutil.copytree(model_dir, tmp_path / "model",
+                             ignore=shutil.ignore_patterns("README.md", CARD_INPUTS_FILE))
+    save_model_card(folder, source_lang="de", target_lang="en", base_model=str(checkpoint))
+    assert json.loads((folder / CARD_INPUTS_FILE).read_text())["base_model"] == "./base-run/checkpoint-400"
+    shutil.rmtree(tmp_path / "runs")  # rendered again where the run is not
+    update_model_card(folder, repo_id="user/x")
+    text = (folder / "README.md").read_text()
+    assert "Fine-tuned from the local model `base-run/checkpoint-400`" in text and str(tmp_path) not in text
+    assert ModelCard.load(folder / "README.md").data.base_model is None  # no Hub id, though it looks like one
+
+
 def test_a_tokenizer_given_as_its_tokenizer_json_is_named_by_its_folder(model_dir, tmp_path):
     """--tokenizer_name takes a folder or its tokenizer.json: the card said "the local folder `tokenizer.json`"."""
     (tmp_path / "multi30k").mkdir()

@@ -213,7 +213,7 @@ def warn_about_long_lines(lines: list[str], tokenizer, max_positions: int, first
     numbers = [first - 1 + number for number in numbers]
     shown = shown_list(numbers, 5)
     lines_are = "1 line is" if len(numbers) == 1 else f"{len(numbers)} lines are"
-    why = ("the model's max_position_embeddings" if limit < LONG_LINE_TOKENS
+    why = ("the model's max_position_embeddings" if max_positions and limit == max_positions
            else "the longest sources train_translation.py trains on (--max_source_length 256)")
     print(f"translate.py: warning: {lines_are} longer than {limit} tokens (line{'s' * (len(numbers) > 1)} {shown}), "
           f"{why}: the model translates such a line slowly, with much memory, and often cut short or into nonsense. "

@@ -412,6 +412,10 @@ def test_lines_too_long_for_the_model_are_warned_about(script, model_dir, tmp_pa
         "max_position_embeddings: the model translates such a line slowly, with much memory, and often cut short or "
         "into nonsense. Split long lines into sentences, one a line.\n")
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 4  # translated all the same
+    # a model whose table of positions ends at the 256 tokens trained on (a Marian model's max_position_embeddings)
+    # was said to be limited by train_translation.py's --max_source_length, which it may never have met
+    script.warn_about_long_lines([" ".join(["ein Hund läuft"] * 150)], AutoTokenizer.from_pretrained(model_dir), 256)
+    assert "longer than 256 tokens (line 1), the model's max_position_embeddings:" in capsys.readouterr().err
 
 
 def test_ctrl_c_keeps_the_translations_written_so_far(script, model_dir, expected, tmp_path, monkeypatch, capsys):

@@ -95,11 +95,11 @@ def main(argv=None):
     machine = machine_description(argparse.Namespace(threads=None, device=args.device))
     threads = machine["threads"]
     where = machine["device"] if device.type != "cpu" else f"{machine['cpu']}, {threads} thread{'s' * (threads != 1)}"
-    print(f"{where}; {args.tokens} tokens x vocab {args.vocab_size}, {args.dtype} logits ({logits_mib:.0f} MiB), "
+    print(f"{where}; {args.tokens} tokens x vocab {args.vocab_size}, {args.dtype} logits ({logits_mib:.1f} MiB), "
           f"label smoothing {args.label_smoothing}")
     for name in LOSSES:
         milliseconds = statistics.median(times[name]) * 1e3
-        print(f"  {name:15s} peak {memory[name]:8.0f} MiB above the logits, {milliseconds:8.1f} ms a step (loss and "
+        print(f"  {name:15s} peak {memory[name]:8.1f} MiB above the logits, {milliseconds:8.1f} ms a step (loss and "
               "backward)")
     base = memory["label_smoother"]  # 0 when too small for the resident set size to show it
     compared = f"{memory['chunked'] / base:.2f}x the memory" if base > 0 else "memory too small to compare"

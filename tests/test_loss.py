@@ -245,6 +245,6 @@ def test_benchmark_script_measures_both_losses(monkeypatch, capsys):
     spec.loader.exec_module(script)
     script.main(["--tokens", "64", "--vocab_size", "500", "--repeats", "1"])
     output = capsys.readouterr().out
-    assert "64 tokens x vocab 500, float32 logits (0.1 MiB)" in output  # was "(0 MiB)"
+    assert "64 tokens x vocab 500, bfloat16 logits (0.1 MiB)" in output  # was "(0 MiB)"
     assert "label_smoother  peak" in output and "chunked         peak" in output and "x the speed" in output
     assert "n/a the memory" not in output and " 1 threads" not in output  # words, also for tiny sizes and 1 thread

@@ -304,6 +304,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
             "given: pass --validation_prefix or --validation_file, or leave --eval_strategy out."
         )
     default_rate = "learning_rate" not in given and "learning_rate" not in defaults
+    if "warmup_steps" not in given and model_args.model_name_or_path:  # the paper's 4000 steps (and the built-in
+        training_args.warmup_steps = FINE_TUNING_WARMUP  # run's 400) were most or all of a fine-tuning's steps
     if "learning_rate" not in given and model_args.model_name_or_path:  # the paper's formula (and the built-in
         training_args.learning_rate = FINE_TUNING_LEARNING_RATE  # run's 2e-3) are for a model trained from scratch
     elif default_rate:
@@ -358,6 +360,11 @@ FINE_TUNING_LEARNING_RATE = 5e-5
 """The peak learning rate of a fine-tuning (`--model_name_or_path`) without `--learning_rate`: the Trainer's own
 default. The paper's, d_model^-0.5 * warmup^-0.5, is for training from scratch, and with the few warmup steps a short
 fine-tuning needs it is large enough to wreck a trained model (0.04 at d_model 128 and 5 warmup steps)."""
+
+FINE_TUNING_WARMUP = 0.1
+"""The warmup of a fine-tuning (`--model_name_or_path`) without `--warmup_steps`: a tenth of its training steps (a
+fraction, as transformers reads a `warmup_steps` below 1). The paper's 4,000 steps are for training from scratch: a
+fine-tuning of 1,000 steps at 5e-5 never got above 1.25e-5."""
 
 IGNORED_FLAGS = {
     "hub_strategy": "the script pushes the run once, at its end, with its model card",
@@ -617,6 +624,9 @@ def show_run_defaults_in_help(parser: HfArgumentParser, defaults: dict[str, str]
         if action.dest == "learning_rate" and "learning_rate" not in defaults:
             action.default = ("d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3); "
                               f"{FINE_TUNING_LEARNING_RATE:g} with --model_name_or_path, the Trainer's default")
+        if action.dest == "warmup_steps":
+            action.default = (f"{defaults.get('warmup_steps', action.default)}; {FINE_TUNING_WARMUP * 100:g}% of the "
+                              "training steps with --model_name_or_path")
     phases = ("By default every phase runs where the data has its split: train, evaluate on validation, translate "
               "the test split; --do_X false leaves one out, and naming phases true (--do_eval --do_predict) runs those "
               "alone.")

@@ -506,6 +506,28 @@ def test_help_groups_the_flags_and_says_what_the_script_does_with_them(capsys):
     assert "last complete checkpoint" in help_text.split("\n  --resume_from_checkpoint ", 1)[1].split("\n  --")[0]
 
 
+def test_a_fine_tuning_without_warmup_steps_warms_up_over_a_tenth_of_its_steps(tmp_path, caplog):
+    """A fine-tuning took the paper's 4,000 warmup steps (the built-in corpus' 400): a run of 1,000 steps at 5e-5
+    never got above 1.25e-5, and the model card showed the peak of 5e-5 all the same."""
+    from hf_vanilla_transformer.model_card import _recipe
+
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    own_data = ["--output_dir", str(tmp_path / "run"), "--train_prefix", "x", "--source_lang", "en", "--target_lang",
+                "de", "--model_name_or_path", str(model_dir)]
+    _, _, args = parse_arguments(own_data)
+    assert args.warmup_steps == 0.1 and args.get_warmup_steps(1000) == 100
+    assert ("Warmup steps", "10% of the training steps") in _recipe(args)
+    _, _, args = parse_arguments(["--output_dir", str(tmp_path / "b"), "--model_name_or_path", str(model_dir)])
+    assert args.warmup_steps == 0.1  # on the built-in corpus too
+    _, _, args = parse_arguments([*own_data, "--warmup_steps", "50"])
+    assert args.warmup_steps == 50
+    _, _, args = parse_arguments(own_data[:-2])  # a new model: the paper's
+    assert args.warmup_steps == 4000
+    with caplog.at_level(logging.WARNING):
+        parse_arguments([*own_data, "--max_steps", "20"])
+    assert "never reaches its peak" not in caplog.text
+
+
 def test_a_fine_tuning_without_a_learning_rate_gets_the_trainers_not_the_papers(tmp_path, caplog):
     """The paper's peak d_model^-0.5 * warmup^-0.5 is for training from scratch: a short fine-tuning that followed the
     warning's advice (fewer --warmup_steps) got 0.04 at d_model 128 and 5 warmup steps, and BLEU 27 fell to 0.

@@ -428,6 +428,19 @@ def _decoding(generation: Mapping[str, Any], evaluation: Mapping[str, Any]) -> s
     return f"{search}, {limit}"
 
 
+def decoding_description(generation: Mapping[str, Any], training_args: Any) -> str:
+    """The card's words for how evaluation decoded (`_decoding`): a model's generation config as it saves it
+    (`GenerationConfig.to_diff_dict()`, the values set), under the run's `generation_num_beams` and
+    `generation_max_length`. The training script writes them into the results files too."""
+    return _decoding(generation, _evaluation_decoding(training_args, None))
+
+
+def pairs_description(count: Any, split_size: Sequence[int] | None) -> str:
+    """A split's count of scored pairs, as the card gives it: "1,014", or "the first 20 of 1,014" for a split cut
+    to its first pairs (`split_size`: (pairs kept, pairs in the split))."""
+    return _pairs(count, _cut_splits({"split": split_size}).get("split") if split_size else None)
+
+
 def read_json(path: Path, what: str | None = None, optional: bool = False) -> dict:
     """A JSON file of a model's folder (`what` says what it is, for the error where it is missing; {} where it is
     `optional` and missing); InputError where it is damaged or not UTF-8."""

@@ -97,7 +97,7 @@ from .metrics import (
     sacrebleu_signatures,
     warn_if_written_without_spaces,
 )
-from .model_card import CARD_INPUTS_FILE, save_model_card, warms_up
+from .model_card import CARD_INPUTS_FILE, decoding_description, pairs_description, save_model_card, warms_up
 from .modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
 from .number_words import NUMBER_MAGNITUDES, number_words_normalizer
 from .pipeline_translation import save_translation_pipeline
@@ -127,7 +127,9 @@ logger = logging.getLogger(__name__)
 
 # Section 5.3 and 5.4: Adam(0.9, 0.98, 1e-9), lr = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) with 4000
 # warmup steps (transformers' "inverse_sqrt" schedule with the peak lr d_model^-0.5 * warmup^-0.5), label smoothing
-# 0.1; beam search with beam 4 for evaluation (section 6.1).
+# 0.1. Evaluation decodes as the model does, by its generation config: a new model's is the paper's beam 4 and length
+# penalty 0.6 (section 6.1), and a trained one scored or fine-tuned keeps its own (a default --generation_num_beams
+# 4 scored a greedy model's translations with beams that translate.py and generate() do not use).
 PAPER_RECIPE = {
     "adam_beta1": "0.9",
     "adam_beta2": "0.98",
@@ -136,7 +138,6 @@ PAPER_RECIPE = {
     "warmup_steps": "4000",
     "label_smoothing_factor": "0.1",
     "predict_with_generate": "true",
-    "generation_num_beams": "4",
     "per_device_eval_batch_size": "128",  # evaluation generates: the Trainer's default of 8 would dominate a GPU run
     "eval_strategy": "epoch",
     "save_strategy": "epoch",
@@ -624,6 +625,8 @@ def show_run_defaults_in_help(parser: HfArgumentParser, defaults: dict[str, str]
         if action.dest == "learning_rate" and "learning_rate" not in defaults:
             action.default = ("d_model^-0.5 * warmup_steps^-0.5, the paper's peak (section 5.3); "
                               f"{FINE_TUNING_LEARNING_RATE:g} with --model_name_or_path, the Trainer's default")
+        if action.dest == "generation_num_beams":
+            action.default = "the model's generation config: 4 for a new model, as in the paper (section 6.1)"
         if action.dest == "warmup_steps":
             action.default = (f"{defaults.get('warmup_steps', action.default)}; {FINE_TUNING_WARMUP * 100:g}% of the "
                               "training steps with --model_name_or_path")
@@ -757,6 +760,16 @@ def warn_about_another_direction(model: str | None, data_args, training: bool) -
         swapped = " (the other way round)" if codes[:2] == codes[2:][::-1] else ""
         why = ("fine-tuning starts from a model of that direction" if training else
                "it translates as it learned, and these scores will say little about it")
+        if getattr(data_args, "builtin_dataset", None):  # no data flags given: the user named no languages
+            data = inputs.get("dataset_name") or inputs.get("dataset_description")
+            logger.warning(
+                "%s was trained to translate %s -> %s%s, and this run, given no data flags, %s the built-in %s corpus "
+                "(%s -> %s): %s. Give the data with --train_prefix, --validation_prefix or --test_prefix (or the "
+                "--*_file flags, or --dataset_name) and its --source_lang and --target_lang.",
+                model, *learned, f" on {data}" if data else "", "fine-tunes it on" if training else "scores it on",
+                data_args.builtin_dataset, *given, why,
+            )
+            return
         logger.warning(
             "%s was trained to translate %s -> %s, and this run gives --source_lang %s --target_lang %s%s: %s. "
             "Check the two flags.", model, *learned, *given, swapped, why,
@@ -1436,9 +1449,12 @@ def main(argv: list[str] | None = None) -> dict:
             trainer.log(metrics)  # the final point of the training curves
         trainer.log_metrics(prefix, metrics)
         # the results files say how their scores were computed, as the card does: a score is comparable only with
-        # its signature beside it (a run that only scores writes no card)
-        trainer.save_metrics(prefix, {**metrics, **{f"{prefix}_{name}_signature": signature
-                                                    for name, signature in signatures.items()}})
+        # its signature, its decoding and its data beside it (a run that only scores writes no card)
+        trainer.save_metrics(prefix, {
+            **metrics, **{f"{prefix}_{name}_signature": signature for name, signature in signatures.items()},
+            f"{prefix}_decoding": decoding_description(model.generation_config.to_diff_dict(), training_args),
+            f"{prefix}_data": scored_data_description(data_args, split, len(tokenized[split]), split_sizes),
+        })
         all_metrics.update(metrics)
         translations, samples_split = decoded_texts(tokenizer, prediction.predictions), split
         if trainer.is_world_process_zero():
@@ -1489,6 +1505,15 @@ def main(argv: list[str] | None = None) -> dict:
         torch.distributed.barrier()
         torch.distributed.destroy_process_group()  # as torch asks of a distributed program before it exits
     return all_metrics
+
+
+def scored_data_description(data_args, split: str, pairs: int, split_sizes: dict) -> str:
+    """What a results file says a split's scores were computed on: the data in the card's words (local files by
+    their names), the split, and how many of its pairs ("the first 20 of 1,014"; blank pairs left out count in the
+    split, not in the pairs)."""
+    config = f" ({data_args.dataset_config_name})" if data_args.dataset_config_name else ""
+    source = data_source_description(data_args, split) or f"`{data_args.dataset_name}`{config}"
+    return f"{source}, {split} split: {pairs_description(pairs, split_sizes.get(split))} pairs"
 
 
 def not_scored(output_dir: str) -> str:

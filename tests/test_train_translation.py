@@ -287,6 +287,55 @@ def test_the_card_and_curves_name_the_decoding_evaluation_used(tmp_path, capsys,
     assert "decoded with greedy search, at most 12 tokens (the start token included)." in card
 
 
+def test_scoring_a_model_decodes_as_its_generation_config_says(builtin_run, tmp_path, capsys, monkeypatch):
+    """A model saved with greedy decoding (num_beams 1) was scored with --generation_num_beams 4, the recipe's
+    default: the scores and generated_predictions.txt were of translations that translate.py, the pipeline and
+    generate() never give, without a word."""
+    from hf_vanilla_transformer.modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
+
+    out, _ = builtin_run
+    greedy = shutil.copytree(out, tmp_path / "greedy", ignore=shutil.ignore_patterns("checkpoint-*"))
+    config = json.loads((greedy / "generation_config.json").read_text())
+    (greedy / "generation_config.json").write_text(json.dumps({**config, "num_beams": 1}))
+    beams, generate = [], VanillaTransformerForConditionalGeneration.generate
+
+    def recording(self, *args, **kwargs):
+        beams.append(kwargs.get("num_beams", self.generation_config.num_beams))
+        return generate(self, *args, **kwargs)
+
+    monkeypatch.setattr(VanillaTransformerForConditionalGeneration, "generate", recording)
+    run_main("--output_dir", tmp_path / "scored", "--model_name_or_path", greedy, "--do_train", "false",
+             *FEW_NUMBERS, "--max_eval_samples", "10", capsys=capsys)
+    assert beams and set(beams) == {1}
+    # the results files, all a scoring run writes, say how and on what it scored (they gave only the numbers)
+    results = json.loads((tmp_path / "scored" / "eval_results.json").read_text())
+    assert results["eval_decoding"] == "greedy search, at most source length + 50 new tokens"
+    assert results["eval_data"] == ("the built-in `number_words` corpus (number words generated with num2words), "
+                                    "validation split: the first 10 of 16 pairs")
+    assert json.loads((tmp_path / "scored" / "all_results.json").read_text())["predict_data"].endswith(
+        "test split: 16 pairs")
+
+
+def test_scoring_a_model_without_data_flags_says_the_built_in_corpus_is_used(tmp_path, caplog):
+    """The Multi30k en->de model given with no data flags was scored on the built-in German number words, and the
+    warning said "this run gives --source_lang de --target_lang en ... Check the two flags", flags never given."""
+    from hf_vanilla_transformer.model_card import CARD_INPUTS_FILE
+    from hf_vanilla_transformer.training import warn_about_another_direction
+
+    model = make_tiny_model_dir(tmp_path / "m30k")
+    (model / CARD_INPUTS_FILE).write_text(json.dumps({
+        "source_lang": "en", "target_lang": "de", "dataset_description": "local files `train.en` and `train.de`"}))
+    _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "scored"), "--model_name_or_path", str(model),
+                                       "--do_train", "false"])
+    with caplog.at_level(logging.WARNING):
+        warn_about_another_direction(str(model), data_args, training=False)
+    assert caplog.messages[-1] == (
+        f"{model} was trained to translate en -> de on local files `train.en` and `train.de`, and this run, given no "
+        "data flags, scores it on the built-in number_words corpus (de -> en): it translates as it learned, and these "
+        "scores will say little about it. Give the data with --train_prefix, --validation_prefix or --test_prefix (or "
+        "the --*_file flags, or --dataset_name) and its --source_lang and --target_lang.")
+
+
 def test_token_batching_bounds_every_batch(builtin_run):
     out, _ = builtin_run
     state = json.loads((out / "trainer_state.json").read_text())
@@ -410,8 +459,16 @@ def test_paper_recipe_is_the_default(tmp_path):
     assert args.lr_scheduler_type == "inverse_sqrt" and args.warmup_steps == 4000
     assert args.learning_rate == pytest.approx(512**-0.5 * 4000**-0.5)
     assert args.label_smoothing_factor == 0.1
-    assert args.predict_with_generate and args.generation_num_beams == 4
-    assert data.builtin_dataset is None
+    assert args.predict_with_generate and data.builtin_dataset is None
+    # evaluation decodes by the model's generation config: beam 4 for a new model (section 6.1), and a trained
+    # model's own where one is scored or fine-tuned (4 beams scored a greedy model's translations)
+    assert args.generation_num_beams is None
+    from hf_vanilla_transformer.modeling_vanilla_transformer import VanillaTransformerForConditionalGeneration
+
+    model = VanillaTransformerForConditionalGeneration(VanillaTransformerConfig(
+        vocab_size=40, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32))
+    assert (model.generation_config.num_beams, model.generation_config.length_penalty) == (4, 0.6)
 
 
 def flag_default_in_help(help_text: str, flag: str) -> str:
@@ -435,7 +492,8 @@ def test_help_shows_the_defaults_the_run_gets(capsys):
         assert exit_.value.code == 0
         assert flag_default_in_help(help_text, "label_smoothing_factor") == "0.1"
         assert flag_default_in_help(help_text, "adam_beta2") == "0.98"
-        assert flag_default_in_help(help_text, "generation_num_beams") == "4"
+        assert flag_default_in_help(help_text, "generation_num_beams") == ("the model's generation config: 4 for a "
+                                                                           "new model, as in the paper (section 6.1)")
         assert flag_default_in_help(help_text, "learning_rate") == learning_rate
         assert flag_default_in_help(help_text, "num_train_epochs") == epochs
         description = " ".join(help_text.split())
@@ -1137,7 +1195,7 @@ def test_fine_tuning_flags_that_were_ignored_or_mixed_results(tmp_path, caplog):
             parse_arguments(["--output_dir", str(model), *flags])
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--model_name_or_path", str(model), *own_data,
-                         "--max_steps", "20"])
+                         "--max_steps", "20", "--warmup_steps", "4000"])  # given: the default is a tenth of the steps
     assert "--warmup_steps 4000 is not below --max_steps 20: the learning rate rises for the whole run" in caplog.text
     caplog.clear()
     for schedule in ("constant", "reduce_lr_on_plateau"):  # no warmup: the rate is flat from the first step

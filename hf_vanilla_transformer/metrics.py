@@ -82,7 +82,7 @@ def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) 
     `UNSPACED_LANGUAGES` (with a warning), `13a` for the rest. 13a splits text at spaces and punctuation, so a
     language written without spaces would be scored by whole sentences: BLEU 0 for a perfect translation.
     `ja-mecab`/`ko-mecab` need `pip install "sacrebleu[ja]"` / `"sacrebleu[ko]"`; without it, `char` (each character
-    a token) with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""
+    a token) for Japanese and `13a` for Korean, which is written with spaces, with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""
     if tokenize is not None and tokenize not in BLEU_TOKENIZERS:
         raise ValueError(f"sacrebleu has no BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}.")
     language = language_code(target_lang)
@@ -99,9 +99,13 @@ def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) 
         reason = " ".join(str(error).split())
         if tokenize is not None:
             raise ValueError(f"BLEU's {tokenize!r} tokenizer cannot run here: {reason}") from error
-        logger.warning("BLEU for target language %r: sacrebleu's tokenizer for it cannot run here (%s). Scoring "
-                       "characters (`char`) instead.", target_lang, reason)
-        return "char"
+        # Korean puts spaces between words, as 13a needs (characters would score far above the usual figures);
+        # Japanese does not
+        fallback = "13a" if language == "ko" else "char"
+        logger.warning("BLEU for target language %r: sacrebleu's tokenizer for it cannot run here (%s). Scoring %s "
+                       "instead.", target_lang, reason,
+                       "with 13a, at its spaces and punctuation" if fallback == "13a" else "characters (`char`)")
+        return fallback
     except OSError as error:  # the SentencePiece tokenizers (spm, flores101, flores200) download their model once
         reason = " ".join(str(error).split())
         raise ValueError(
@@ -124,18 +128,47 @@ def compute_translation_metrics(
 
     `references` holds one string per prediction, or a list of strings per prediction (the same number for each).
     """
+    scores, _ = score_translations(predictions, references, bleu_tokenize=bleu_tokenize, **bleu_options)
+    return {name: score.score for name, score in scores.items()}
+
+
+def score_translations(
+    predictions: Sequence[str],
+    references: Sequence[str] | Sequence[Sequence[str]],
+    *,
+    bleu_tokenize: str = "13a",
+    chrf_options: Mapping | None = None,
+    **bleu_options,
+) -> tuple[dict, dict[str, str]]:
+    """sacrebleu's corpus scores ({"bleu": BLEUScore, "chrf": CHRFScore}: the score, and BLEU's n-gram counts,
+    precisions and brevity penalty) and their signatures, as `compute_translation_metrics` takes its arguments;
+    `chrf_options` are settings of `sacrebleu.CHRF` (`word_order=2` for chrF++, `lowercase=True`). ValueError or
+    TypeError, naming the item, for predictions or references that are not text."""
     check_sentence_lists(predictions, references)
     if not predictions:
         raise ValueError("No predictions to score: give at least one translation and its reference.")
+    for index, prediction in enumerate(predictions):
+        _check_text(prediction, f"predictions[{index}]")
     reference_streams = _reference_streams(references)
-    metrics = _metrics(bleu_tokenize, **bleu_options)
-    return {name: metric.corpus_score(predictions, reference_streams).score for name, metric in metrics.items()}
+    metrics = _metrics(bleu_tokenize, chrf_options, **bleu_options)
+    scores = {name: metric.corpus_score(list(predictions), reference_streams) for name, metric in metrics.items()}
+    return scores, {name: str(metric.get_signature()) for name, metric in metrics.items()}
 
 
-def _metrics(bleu_tokenize: str, **bleu_options) -> dict:
+def _check_text(value, where: str, expected: str = "a string") -> None:
+    """TypeError unless `value` is a string: sacrebleu failed deep inside on None, bytes or numbers."""
+    if isinstance(value, str):
+        return
+    advice = " (decode bytes first: text.decode('utf-8'))" if isinstance(value, bytes) else ""
+    raise TypeError(f"{where} is {'None' if value is None else f'{type(value).__name__} {value!r:.40}'}, not "
+                    f"{expected}{advice}: give text, one string per sentence.")
+
+
+def _metrics(bleu_tokenize: str, chrf_options: Mapping | None = None, **bleu_options) -> dict:
     """The metrics, each with sacrebleu's default settings but BLEU's tokenization (exponential smoothing; chrF's
-    character n-grams need no tokenization) and any other BLEU settings given."""
-    return {"bleu": sacrebleu.BLEU(tokenize=bleu_tokenize, **bleu_options), "chrf": sacrebleu.CHRF()}
+    character n-grams need no tokenization) and any other BLEU and chrF settings given."""
+    return {"bleu": sacrebleu.BLEU(tokenize=bleu_tokenize, **bleu_options),
+            "chrf": sacrebleu.CHRF(**(chrf_options or {}))}
 
 
 def check_sentence_lists(predictions, references) -> None:
@@ -164,7 +197,18 @@ def sacrebleu_signatures(references_per_sentence: int = 1, *, bleu_tokenize: str
 
 def _reference_streams(references: Sequence[str] | Sequence[Sequence[str]]) -> list[list[str]]:
     """Transpose per-prediction references into sacrebleu's list of reference streams."""
-    per_prediction = [[reference] if isinstance(reference, str) else list(reference) for reference in references]
+    per_prediction = []
+    for index, reference in enumerate(references):
+        if isinstance(reference, str):
+            per_prediction.append([reference])
+            continue
+        if isinstance(reference, bytes) or not isinstance(reference, Sequence):
+            _check_text(reference, f"references[{index}]", "a string or a list of strings")
+        if not reference:
+            raise ValueError(f"references[{index}] is an empty list: give each prediction at least one reference.")
+        for number, text in enumerate(reference):
+            _check_text(text, f"references[{index}][{number}]")
+        per_prediction.append(list(reference))
     counts = {len(item) for item in per_prediction}
     if len(counts) > 1:
         raise ValueError(f"Every prediction needs the same number of references; got counts {sorted(counts)}.")

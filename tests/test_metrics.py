@@ -69,6 +69,12 @@ def test_bleu_tokenizes_as_sacrebleu_does_for_the_target_language(caplog):
         assert bleu_tokenizer("ja") == "char" and "sacrebleu[ja]" in caplog.text
     else:
         assert bleu_tokenizer("ja") == "ja-mecab"
+    try:
+        import mecab_ko  # noqa: F401
+    except ImportError:  # Korean is written with spaces: 13a, not characters, which scored far above 13a or MeCab
+        assert bleu_tokenizer("ko") == "13a" and "Scoring with 13a" in caplog.text
+    else:
+        assert bleu_tokenizer("ko") == "ko-mecab"
     with pytest.raises(ValueError, match="no BLEU tokenizer 'spaces'.*13a"):
         bleu_tokenizer("de", "spaces")
     # Thai is written without spaces too, and sacrebleu's -l leaves it to 13a: a perfect translation scored 0
@@ -131,6 +137,20 @@ def test_multiple_references_per_prediction():
     assert compute_translation_metrics(HYPOTHESES, references)["bleu"] == pytest.approx(100.0)
     with pytest.raises(ValueError, match="same number of references"):
         compute_translation_metrics(HYPOTHESES[:2], [["a"], ["b", "c"]])
+
+
+@pytest.mark.parametrize("predictions, references, error, message", [
+    (["a dog"], [[]], ValueError, r"references\[0\] is an empty list: give each prediction at least one reference"),
+    (["a dog"], [[None]], TypeError, r"references\[0\]\[0\] is None, not a string"),
+    (["a dog"], [123], TypeError, r"references\[0\] is int 123, not a string or a list of strings"),
+    (["a dog"], [b"a dog"], TypeError, r"references\[0\] is bytes b'a dog', .*decode bytes first"),
+    ([None], ["a dog"], TypeError, r"predictions\[0\] is None, not a string"),
+])
+def test_references_and_predictions_that_are_not_text_are_named(predictions, references, error, message):
+    """sacrebleu's IndexError and TypeErrors from deep inside (`'NoneType' is not iterable`), or ours from
+    `zip`, named neither the item nor what was wrong with it."""
+    with pytest.raises(error, match=message):
+        compute_translation_metrics(predictions, references)
 
 
 def test_predictions_and_references_must_pair_up():
@@ -250,7 +270,13 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     metric = evaluate.load(BLEU_CHRF_METRIC_PATH, cache_dir=str(tmp_path / "cache"))
     scores = metric.compute(predictions=HYPOTHESES, references=REFERENCES)
     expected = compute_translation_metrics(HYPOTHESES, REFERENCES)
-    assert scores == pytest.approx({**expected, "score": expected["bleu"]})
+    assert {key: scores[key] for key in ("bleu", "chrf", "score")} == pytest.approx(
+        {**expected, "score": expected["bleu"]})
+    # what evaluate's sacrebleu returns beside the score (code that reads them got a KeyError), and the signatures
+    reference = sacrebleu.corpus_bleu(HYPOTHESES, [REFERENCES])
+    for key in ("counts", "totals", "precisions", "bp", "sys_len", "ref_len"):
+        assert scores[key] == pytest.approx(getattr(reference, key)), key
+    assert scores["bleu_signature"] == sacrebleu_signatures()["bleu"]
     multi = metric.compute(predictions=HYPOTHESES, references=[[r, h] for r, h in zip(REFERENCES, HYPOTHESES)])
     assert multi["bleu"] == pytest.approx(100.0)
     with pytest.raises(ValueError, match="No predictions to score"):  # evaluate failed inside: IndexError
@@ -258,7 +284,7 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
     with pytest.raises(TypeError, match="one string"):  # evaluate took it for a sentence a character
         metric.compute(predictions="Ein Hund läuft.", references="Ein Kind läuft.")
     metric.add_batch(predictions=HYPOTHESES, references=REFERENCES)
-    assert metric.compute() == pytest.approx(scores)
+    assert metric.compute() == scores
     assert metric.compute(predictions=CHINESE, references=CHINESE, bleu_tokenize="zh")["bleu"] == pytest.approx(100)
     # in place of evaluate.load("sacrebleu"), as transformers' run_translation.py uses it: its key and settings
     shouted = [h.upper() for h in HYPOTHESES]
@@ -279,6 +305,14 @@ def test_evaluate_load_works_offline(tmp_path, monkeypatch):
         metric.compute(predictions=HYPOTHESES, references=None)
     with pytest.raises(ValueError, match="sacrebleu has no BLEU tokenizer '13A'; choose one of"):
         metric.compute(predictions=HYPOTHESES, references=REFERENCES, tokenize="13A")
+    # lowercase made BLEU alone case-insensitive; chrF's settings (word_order=2: chrF++) were BLEU's TypeError
+    both = metric.compute(predictions=shouted, references=REFERENCES, lowercase=True, word_order=2)
+    assert both["chrf"] == pytest.approx(sacrebleu.CHRF(word_order=2, lowercase=True).corpus_score(
+        shouted, [REFERENCES]).score)
+    assert "case:lc" in both["chrf_signature"] and "nw:2" in both["chrf_signature"]
+    with pytest.raises(ValueError, match=r"Unknown setting n_gram: BLEU takes tokenize, lowercase, .*"
+                                         r"use_effective_order; chrF takes lowercase, char_order, word_order"):
+        metric.compute(predictions=HYPOTHESES, references=REFERENCES, n_gram=2)
 
 
 def test_metric_module_and_card_template_are_package_data():

@@ -472,6 +472,12 @@ def _results(metrics: Mapping[str, float], eval_split: str,
                 "samples": _pairs(metrics.get(f"{prefix}samples"), (split_sizes or {}).get(split)),
                 "cut": (split_sizes or {}).get(split),
                 "blank": int(metrics.get(f"{prefix}blank_pairs") or 0),
+                # exact-match accuracy, where the run measured it (the built-in corpus: overall and per magnitude)
+                "exact": None if metrics.get(f"{prefix}exact_match") is None else
+                f"{metrics[f'{prefix}exact_match']:.1f}",
+                "exact_groups": ", ".join(
+                    f"{key.removeprefix(f'{prefix}exact_match_')} {value:.1f}" for key, value in metrics.items()
+                    if key.startswith(f"{prefix}exact_match_") and isinstance(value, numbers.Real)),
             })
             break
     return rows
@@ -495,7 +501,9 @@ def _eval_results(
                 dataset_type=dataset_name or "custom",
                 dataset_name=f"{dataset_name or description or 'custom data'} {pair or ''}".strip(),
                 dataset_config=dataset_config,
-                dataset_split=row["split"],
+                # a split cut to its first pairs, in the slice notation of `datasets` ("validation[:50]"): Hub
+                # readers of the metadata took the score for the whole split's
+                dataset_split=f"{row['split']}[:{row['cut'][0]}]" if row["cut"] else row["split"],
                 metric_type=metric,
                 metric_name=name,
                 metric_value=round(float(row[f"{metric}_value"]), 2),

@@ -238,7 +238,9 @@ class DataArguments(TranslationDataArguments):
         default=None,
         metadata={"help": "sacrebleu's tokenization for BLEU (13a, zh, ja-mecab, ko-mecab, char, intl, ...). Default: "
                           "the one sacrebleu's -l chooses for --target_lang: zh for Chinese, ja-mecab for Japanese, "
-                          "ko-mecab for Korean (char where MeCab is not installed), 13a otherwise."},
+                          "ko-mecab for Korean (where MeCab is not installed: char for Japanese, 13a for Korean), "
+                          "char for Thai, Lao, Khmer, Burmese, Tibetan and Dzongkha (written without spaces, which "
+                          "-l leaves to 13a), 13a otherwise."},
     )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenization."})
 

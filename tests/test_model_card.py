@@ -665,9 +665,25 @@ def test_a_split_cut_to_its_first_pairs_says_of_how_many(tmp_path):
         assert "- Validation sentence pairs: the first 200 of 1,014\n" in text
         assert "- Training sentence pairs: 4,990, from the first 5,000 of 29,000\n" in text
         assert "- Test sentence pairs: 1,000\n" in text
+        # the Hub's metadata said "split: validation" for the first 200: a slice, as `datasets` writes one
+        splits = [result.dataset_split for result in ModelCard.load(model_dir / "README.md").data.eval_results]
+        assert splits == ["validation[:200]", "validation[:200]", "test", "test"]
     whole = create_model_card(model_dir, metrics=METRICS).text  # no sizes given: the counts alone, as before
     assert "| validation | 27.35 | 55.50 | 1,014 |" in whole and "- Training sentence pairs: 29,000\n" in whole
     assert "the first" not in whole and "not comparable" not in whole
+
+
+def test_exact_match_accuracy_is_in_the_card_where_the_run_measured_it(tmp_path):
+    """The built-in run's card gave BLEU and chrF alone, while its console, the README and all_results.json give
+    exact-match accuracy, overall and per magnitude, as the figure that counts for numbers."""
+    model_dir = make_tiny_model_dir(tmp_path / "model")
+    metrics = {**METRICS, "eval_exact_match": 99.2, "eval_exact_match_digits_3": 100.0,
+               "eval_exact_match_round": 97.22, "test_exact_match": 99.6, "test_exact_match_round": 97.22}
+    text = create_model_card(model_dir, metrics=metrics).text
+    assert "| Split | BLEU | chrF | Exact match (%) | Sentences |" in text
+    assert "| validation | 27.35 | 55.50 | 99.2 | 1,014 |" in text
+    assert "Exact match by group, validation (%): digits_3 100.0, round 97.2." in text
+    assert "Exact match" not in create_model_card(model_dir, metrics=METRICS).text  # none measured: no column
 
 
 def test_the_saved_card_inputs_keep_counts_as_integers(model_dir, training_args, tmp_path):

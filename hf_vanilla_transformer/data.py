@@ -1435,7 +1435,12 @@ def _with_translation_column(dataset: Dataset, source_lang: str, target_lang: st
                                 for pair, source, target in zip(pairs, batch[source_lang], batch[target_lang],
                                                                 strict=True)]}
 
-    return dataset.map(pair_up, batched=True, remove_columns=dataset.column_names, desc="Pairing the language columns")
+    # the pairs' types are the columns' own, not those of the first batch's values: a batch of 1,000 rows whose
+    # target is null throughout typed it null, and the first string after it failed to cast ("string to null")
+    features = None if has_translation else Features(
+        {"translation": {lang: dataset.features[lang] for lang in (source_lang, target_lang)}})
+    return dataset.map(pair_up, batched=True, remove_columns=dataset.column_names, features=features,
+                       desc="Pairing the language columns")
 
 
 def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, target_lang: str) -> Dataset:

@@ -408,6 +408,22 @@ def write_jsonl(path: Path, rows: list) -> Path:
 TRANSLATIONS = [{"translation": {"de": de, "en": en}} for de, en in zip(GERMAN, ENGLISH)]
 
 
+def test_a_first_thousand_rows_without_a_target_is_left_out_not_a_traceback(tmp_path, caplog):
+    """1,000 rows whose `en` is null, then rows with text: pairing the columns typed the pairs by the first batch's
+    values (null), and the first string after it was "TypeError: Couldn't cast array of type string to null", in a
+    traceback, from a JSON lines file or a datasets folder alike. 999 such rows were left out, with a warning."""
+    rows = [{"de": "ein Hund", "en": None}] * 1000 + [{"de": de, "en": en} for de, en in zip(GERMAN, ENGLISH)]
+    write_jsonl(tmp_path / "late.jsonl", rows)
+    Dataset.from_list(rows).save_to_disk(str(tmp_path / "folder"))
+    for given in ({"train_file": str(tmp_path / "late.jsonl")}, {"dataset_name": str(tmp_path / "folder")}):
+        args = TranslationDataArguments(source_lang="de", target_lang="en", cache_dir=str(tmp_path / "cache"), **given)
+        with caplog.at_level(logging.WARNING):
+            loaded = load_translation_datasets(args)
+        assert pairs(loaded["train"]) == [(de, en) for de, en in zip(GERMAN, ENGLISH) if de.strip() and en.strip()]
+        assert any("Left out 1000 of" in message for message in caplog.messages)
+        caplog.clear()
+
+
 def test_a_folder_of_data_files_says_how_its_files_became_splits(tmp_path, caplog):
     """load_dataset takes a folder's splits from its file names: `holdout.jsonl` beside `mytrain.jsonl` is trained
     on, and `extra.jsonl` is not read; a warning names them. Files named for their splits load without one."""

@@ -636,6 +636,12 @@ def _load_hub_dataset(args: TranslationDataArguments) -> DatasetDict:
     written by `save_to_disk` is read into the cache (`_into_cache`); a local folder of JSON lines, CSV or TSV files
     is read as `--train_file` reads them (`_load_folder_files`); a local folder's unreadable file is an InputError."""
     folder = Path(args.dataset_name)
+    if folder.is_file():  # else taken for a Hub id: the Hub's retries, then "Couldn't reach ... on the Hub"
+        raise InputError(
+            f"--dataset_name {args.dataset_name} is a file: --dataset_name takes a Hub id or a folder (of a dataset "
+            f"saved with save_to_disk, or of data files named for their splits: --dataset_name {folder.parent}), and "
+            "--train_file, --validation_file and --test_file take JSON lines or CSV/TSV files."
+        )
     if (folder / "dataset_dict.json").is_file():
         return _load_saved_splits(folder, args.cache_dir)
     if (folder / "state.json").is_file() and (folder / "dataset_info.json").is_file():

@@ -408,6 +408,25 @@ def write_jsonl(path: Path, rows: list) -> Path:
 TRANSLATIONS = [{"translation": {"de": de, "en": en}} for de, en in zip(GERMAN, ENGLISH)]
 
 
+def test_a_file_given_as_dataset_name_is_one_message_not_a_hub_lookup(tmp_path, monkeypatch):
+    """`--dataset_name j/train.parquet` was taken for a Hub id: 25 s of retries, then "Couldn't reach
+    'j/train.parquet' on the Hub"."""
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("looked up on the Hub")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    path = write_jsonl(tmp_path / "data" / "train.jsonl", TRANSLATIONS)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", dataset_name=str(path))
+    with pytest.raises(InputError, match=re.escape(
+            f"--dataset_name {path} is a file: --dataset_name takes a Hub id or a folder (of a dataset saved with "
+            f"save_to_disk, or of data files named for their splits: --dataset_name {tmp_path / 'data'}), and "
+            "--train_file, --validation_file and --test_file take JSON lines or CSV/TSV files.")):
+        load_translation_datasets(args)
+
+
 def test_a_first_thousand_rows_without_a_target_is_left_out_not_a_traceback(tmp_path, caplog):
     """1,000 rows whose `en` is null, then rows with text: pairing the columns typed the pairs by the first batch's
     values (null), and the first string after it was "TypeError: Couldn't cast array of type string to null", in a

@@ -1532,8 +1532,9 @@ def _warn_about_evaluation_data(datasets: DatasetDict, source_lang: str, target_
                 misread.append(f"{lang} side reads as {other} ({others:.0%} of its words are {other} training "
                                f"words, {own:.0%} {lang} ones)")
         if misread:
-            logger.warning("The %s split's %s: are its files or columns swapped? Scored so, a model's BLEU says "
-                           "nothing of it.", split, " and its ".join(misread))
+            logger.warning("The %s split's %s: it and the training data disagree about which side is which, so the "
+                           "files or columns of one are swapped (the training data's just as well: check both). "
+                           "Scored so, a model's BLEU says nothing of it.", split, " and its ".join(misread))
         known = _pairs_also_in(dataset, train, source_lang, target_lang)
         scored = len(rows_with_text(dataset, source_lang, target_lang))
         if known >= max(1, scored / 5):  # of the pairs scored: blank ones are kept in place, not translated

@@ -86,13 +86,22 @@ def _decode_line(raw: bytes, path: Path, line_number: int) -> str:
     return text.removeprefix("\ufeff").strip()
 
 
+def _converting_command(path: Path, encoding: str) -> str:
+    """The shell command that re-encodes `path` from `encoding` to UTF-8 in place (a .gz file unpacked and packed
+    again: iconv on its compressed bytes would garble it)."""
+    converted = _shell(path, ".utf8")
+    if path.name.endswith(".gz"):
+        return (f"gzip -dc {_shell(path)} | iconv -f {encoding} -t UTF-8 | gzip > {converted} && mv {converted} "
+                f"{_shell(path)}")
+    return f"iconv -f {encoding} -t UTF-8 {_shell(path)} > {converted} && mv {converted} {_shell(path)}"
+
+
 def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) -> str:
     if (encoding := utf16_encoding(line)) and line_number == 1:
         notepad = ' (as Windows Notepad saves "Unicode")' if encoding == "UTF-16" else ""
         return (
-            f"{path} is UTF-16 text{notepad}, not UTF-8. Convert it to UTF-8, keeping its name, e.g. `iconv -f "
-            f"{encoding} -t UTF-8 {_shell(path)} > {_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} "
-            f"{_shell(path)}`."
+            f"{path} is UTF-16 text{notepad}, not UTF-8. Convert it to UTF-8, keeping its name, e.g. "
+            f"`{_converting_command(path, encoding)}`."
         )
     if encoding:
         return (
@@ -104,8 +113,7 @@ def _not_utf8_message(path: Path, line_number: int, line: bytes, offset: int) ->
         return nul_bytes_message(f"{path} is not a text file", line_number)
     return (
         f"{path}: line {line_number} is not valid UTF-8 (byte {line[offset:offset + 1]!r} at byte offset {offset} "
-        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `iconv -f CP1252 -t UTF-8 {_shell(path)} > "
-        f"{_shell(path, '.utf8')} && mv {_shell(path, '.utf8')} {_shell(path)}`."
+        f"of the line). Re-encode the file as UTF-8, keeping its name, e.g. `{_converting_command(path, 'CP1252')}`."
     )
 
 
@@ -982,15 +990,16 @@ def _one_line(error: BaseException) -> str:
 def _first_bad_line(path: Path, builder: str) -> str | None:
     """The first line of a data file that cannot be read, as "line N is ..." (1-based); None if none is found.
 
-    Lines that are not UTF-8 and, in JSON lines, lines that are not one JSON object each; a file that starts as one
-    JSON document (a list, or an object over many lines) is checked as one. Raises InputError for a damaged .gz."""
+    In JSON lines, lines that are not one JSON object each; a file that starts as one JSON document (a list, or an
+    object over many lines) is checked as one. Raises InputError for a damaged .gz, and for a line that is not UTF-8
+    (`_not_utf8_message`: the command that converts the file)."""
     document: list[str] | None = None  # the lines of a file that is one JSON document, from its first line on
     seen_text = False
     for line_number, raw in enumerate(_raw_lines(path), start=1):
         try:
             line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return f"line {line_number} is not valid UTF-8 (byte {raw[error.start:error.start + 1]!r})"
+        except UnicodeDecodeError as error:  # the whole message, with the command that converts the file
+            raise InputError(_not_utf8_message(path, line_number, raw, error.start)) from error
         text = line.strip().removeprefix("\ufeff")
         if builder != "json" or not (text or document):
             continue
@@ -1131,6 +1140,10 @@ def _read_data_files(split: str, paths: list[Path], args: TranslationDataArgumen
     (`_csv_columns`) read and dropped; JSON with its language fields read as text (`_json_files_as_text`) where
     `datasets` read them as something else. A ValueError (which the callers make an InputError naming the line) for
     JSON text that is not UTF-8."""
+    for path in paths:  # UTF-16 (as Excel saves "Unicode Text"): read as UTF-8, its header was names full of NULs
+        first = next(_raw_lines(path), b"")
+        if utf16_encoding(first) or b"\0" in first:
+            raise InputError(_not_utf8_message(path, 1, first, first.find(b"\0")))
     builder, options = _data_file_format(paths[0])
     trailing, unnamed = [], []
     if builder == "csv":  # every column read as text, so that a column of numbers is not made integers

@@ -917,7 +917,6 @@ def test_a_malformed_data_file_is_one_message(tmp_path):
     ("train.jsonl", '{"de": "eins", "en": "one"}\n["zwei", "two"]\n', "line 2 is not a JSON object {...}"),
     ("train.json", '[\n  {"de": "eins", "en": "one"},\n  {"de": "zwei" "en": "two"}\n]\n',
      "line 3 is not valid JSON (Expecting ',' delimiter at column 17)"),
-    ("train.csv", "de,en\nf\xe4hrt,rides\n", "line 2 is not valid UTF-8 (byte b'\\xe4')"),
 ])
 def test_a_malformed_data_file_names_its_line_in_one_line(tmp_path, caplog, name, text, reason):
     (tmp_path / name).write_bytes(text.encode("latin-1"))
@@ -928,6 +927,29 @@ def test_a_malformed_data_file_names_its_line_in_one_line(tmp_path, caplog, name
     assert f"{tmp_path / name} as {name.split('.')[1].upper()} ({reason}): it needs " in str(error.value)
     assert "\n" not in str(error.value)
     assert not any(record.name.startswith("datasets") for record in caplog.records)  # said once, by the InputError
+
+
+@pytest.mark.parametrize("name, data, expected", [
+    ("train.csv", "de,en\nfährt,rides\n".encode("latin-1"),
+     "{path}: line 2 is not valid UTF-8 (byte b'\\xe4' at byte offset 1 of the line). Re-encode the file as UTF-8, "
+     "keeping its name, e.g. `iconv -f CP1252 -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}`."),
+    # Excel's "Unicode Text" and Notepad's "Unicode": the header's names were read as '��d\x00e\x00'
+    ("train.tsv", "de\ten\nfährt\trides\n".encode("utf-16"),
+     '{path} is UTF-16 text (as Windows Notepad saves "Unicode"), not UTF-8. Convert it to UTF-8, keeping its name, '
+     "e.g. `iconv -f UTF-16 -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}`."),
+    ("train.jsonl.gz", gzip.compress('{"de": "fährt", "en": "rides"}\n'.encode("utf-16")),
+     '{path} is UTF-16 text (as Windows Notepad saves "Unicode"), not UTF-8. Convert it to UTF-8, keeping its name, '
+     "e.g. `gzip -dc {path} | iconv -f UTF-16 -t UTF-8 | gzip > {path}.utf8 && mv {path}.utf8 {path}`."),
+], ids=["latin1_csv", "utf16_tsv", "utf16_jsonl_gz"])
+def test_a_data_file_that_is_not_utf8_is_told_how_to_convert_it(tmp_path, name, data, expected):
+    """Plain text was told its encoding and given the iconv command; a CSV, TSV or JSON lines file only "line 2 is
+    not valid UTF-8", or, in UTF-16, that its header row named columns ['��d\x00e\x00', '\x00e\x00n\x00']."""
+    (tmp_path / name).write_bytes(data)
+    args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / name),
+                                    cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(InputError) as error:
+        load_translation_datasets(args)
+    assert str(error.value) == expected.format(path=tmp_path / name)
 
 
 @pytest.mark.parametrize("name, text, line, field", [
@@ -989,8 +1011,12 @@ def test_json_lines_that_are_not_utf8_name_the_line(tmp_path, caplog, split, nam
                                     **{f"{split}_file": str(path)})
     with caplog.at_level(logging.WARNING), pytest.raises(InputError) as error:
         load_translation_datasets(args)
-    assert str(error.value).startswith(f"Cannot read {path} as {name.split('.')[1].upper()} (line 2 is not valid "
-                                       "UTF-8 (byte b'\\xe4')): it needs ")
+    # the whole message plain text gets: with the command that converts the file (a .gz one unpacked and packed)
+    converting = (f"gzip -dc {path} | iconv -f CP1252 -t UTF-8 | gzip > {path}.utf8 && mv {path}.utf8 {path}"
+                  if name.endswith(".gz") else f"iconv -f CP1252 -t UTF-8 {path} > {path}.utf8 && mv {path}.utf8 {path}")
+    assert str(error.value) == (f"{path}: line 2 is not valid UTF-8 (byte b'\\xe4' at byte offset "
+                                f"{str(error.value).split('byte offset ')[1].split(' ')[0]} of the line). Re-encode the "
+                                f"file as UTF-8, keeping its name, e.g. `{converting}`.")
     assert "\n" not in str(error.value)
     assert not any(record.name.startswith("datasets") for record in caplog.records)
 

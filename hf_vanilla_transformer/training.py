@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
+import numpy as np
 import torch
 import transformers
 from accelerate.utils import broadcast_object_list
@@ -1455,12 +1456,14 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.save_metrics(prefix, {
             **metrics, **{f"{prefix}_{name}_signature": signature for name, signature in signatures.items()},
             f"{prefix}_decoding": decoding_description(model.generation_config.to_diff_dict(), training_args),
-            f"{prefix}_data": scored_data_description(data_args, split, len(tokenized[split]), split_sizes),
+            f"{prefix}_data": scored_data_description(data_args, split, len(tokenized[split]), split_sizes, blank),
         })
         all_metrics.update(metrics)
         translations, samples_split = decoded_texts(tokenizer, prediction.predictions), split
         if trainer.is_world_process_zero():
             warn_if_all_empty(translations, split)
+            warn_if_cut_short(prediction.predictions, model.generation_config.eos_token_id, split, training_args,
+                              model.generation_config.to_diff_dict())
     signatures = signatures if samples_split else None  # of the scores, where there are any
     output_dir = Path(training_args.output_dir)
     with interrupts_deferred() as interrupted:  # Ctrl-C waits for the run's files, each written in a moment
@@ -1509,13 +1512,14 @@ def main(argv: list[str] | None = None) -> dict:
     return all_metrics
 
 
-def scored_data_description(data_args, split: str, pairs: int, split_sizes: dict) -> str:
+def scored_data_description(data_args, split: str, pairs: int, split_sizes: dict, blank: int = 0) -> str:
     """What a results file says a split's scores were computed on: the data in the card's words (local files by
-    their names), the split, and how many of its pairs ("the first 20 of 1,014"; blank pairs left out count in the
-    split, not in the pairs)."""
+    their names), the split, and how many of its pairs ("the first 20 of 1,014"), and how many pairs with a blank
+    side were left out (sacrebleu on the files would score them: as empty translations, or of empty references)."""
     config = f" ({data_args.dataset_config_name})" if data_args.dataset_config_name else ""
     source = data_source_description(data_args, split) or f"`{data_args.dataset_name}`{config}"
-    return f"{source}, {split} split: {pairs_description(pairs, split_sizes.get(split))} pairs"
+    left_out = f", and {blank} with a blank side left out" if blank else ""
+    return f"{source}, {split} split: {pairs_description(pairs, split_sizes.get(split))} pairs{left_out}"
 
 
 def not_scored(output_dir: str) -> str:
@@ -1529,6 +1533,27 @@ def warn_if_all_empty(translations: list[str], split: str) -> None:
     if translations and not any(translations):
         logger.warning("Every %s translation is empty: the model ends each one at once, as a model does early in "
                        "training. Train for longer (more --max_steps or --num_train_epochs).", split)
+
+
+def warn_if_cut_short(generated, eos_token_id: int | list[int], split: str, training_args, generation: dict) -> None:
+    """Warn where translations (`generated`: the ids Seq2SeqTrainer's evaluation returns) stopped at the length
+    limit before their end token: cut short, they score lower, and a limit set too low (max_new_tokens 3) cut every
+    one without a word. Under the model's own limit, source length + 50 tokens, a few are a model repeating itself;
+    any under a limit given (`--generation_max_length`, a generation config's `max_new_tokens` or `max_length`)."""
+    rows = np.asarray(generated)
+    if rows.ndim != 2 or not len(rows):
+        return
+    unended = int((~np.isin(rows, eos_token_id).any(axis=1)).sum())
+    given = [(f"--generation_max_length {training_args.generation_max_length}", "raise it")]
+    given += [(f"the generation config's {name} {generation[name]}", "raise it, or give --generation_max_length")
+              for name in ("max_new_tokens", "max_length") if generation.get(name)]
+    given = [item for item in given if not item[0].endswith(" None")]
+    if not unended or (not given and unended < 0.01 * len(rows)):
+        return
+    limit, advice = given[0] if given else (
+        "source length + 50 tokens", "the model has not learnt to end them, as early in training: train for longer")
+    logger.warning("%d of the %d %s translations stopped at the length limit (%s) before their end token: cut short, "
+                   "they score lower. %s.", unended, len(rows), split, limit, advice[0].upper() + advice[1:])
 
 
 def warn_if_averaging_scored_less(log_history: list[dict], final: dict, averaged: int | None) -> None:

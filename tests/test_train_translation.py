@@ -314,6 +314,13 @@ def test_scoring_a_model_decodes_as_its_generation_config_says(builtin_run, tmp_
                                     "validation split: the first 10 of 16 pairs")
     assert json.loads((tmp_path / "scored" / "all_results.json").read_text())["predict_data"].endswith(
         "test split: 16 pairs")
+    from hf_vanilla_transformer.training import scored_data_description
+
+    _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "x"), "--train_prefix", "data/train",
+                                       "--validation_prefix", "data/val", "--source_lang", "en", "--target_lang", "de"])
+    assert scored_data_description(data_args, "validation", 17, {"validation": (20, 1014)}, blank=3) == (
+        "local files `val.en` and `val.de`, validation split: 17, from the first 20 of 1,014 pairs, and 3 with a "
+        "blank side left out")
 
 
 def test_scoring_a_model_without_data_flags_says_the_built_in_corpus_is_used(tmp_path, caplog):
@@ -334,6 +341,32 @@ def test_scoring_a_model_without_data_flags_says_the_built_in_corpus_is_used(tmp
         "data flags, scores it on the built-in number_words corpus (de -> en): it translates as it learned, and these "
         "scores will say little about it. Give the data with --train_prefix, --validation_prefix or --test_prefix (or "
         "the --*_file flags, or --dataset_name) and its --source_lang and --target_lang.")
+
+
+def test_translations_cut_short_by_the_length_limit_are_warned_about(caplog):
+    """A generation config's max_new_tokens 3 cut every translation short, and the scores were given without a
+    word; under the model's own limit (source length + 50) a model repeating itself is said only where it is common."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer.training import warn_if_cut_short
+
+    ended, unended = [1, 5, 6, 2, 0], [1, 5, 6, 7, 8]  # eos is 2, pad 0
+    args = SimpleNamespace(generation_max_length=None)
+    with caplog.at_level(logging.WARNING):
+        warn_if_cut_short([unended, unended, ended], 2, "validation", args, {"max_new_tokens": 4})
+        assert caplog.messages[-1] == (
+            "2 of the 3 validation translations stopped at the length limit (the generation config's max_new_tokens "
+            "4) before their end token: cut short, they score lower. Raise it, or give --generation_max_length.")
+        caplog.clear()
+        warn_if_cut_short([unended] + [ended] * 199, 2, "test", SimpleNamespace(generation_max_length=5), {})
+        assert "(--generation_max_length 5) before their end token" in caplog.messages[-1]
+        caplog.clear()
+        warn_if_cut_short([unended] + [ended] * 199, 2, "test", args, {})  # 1 in 200 under the model's own limit
+        assert caplog.messages == []
+        warn_if_cut_short([unended] * 3 + [ended] * 97, 2, "test", args, {})
+        assert caplog.messages[-1].endswith("(source length + 50 tokens) before their end token: cut short, they "
+                                            "score lower. The model has not learnt to end them, as early in training: "
+                                            "train for longer.")
 
 
 def test_token_batching_bounds_every_batch(builtin_run):

@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import zip_longest
@@ -1472,11 +1472,21 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
     kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")
     if len(kept) == len(dataset):
         return dataset
+    flags = dataset.map(lambda batch: {"has_text": has_text(batch)}, batched=True,
+                        remove_columns=dataset.column_names)["has_text"]
     logger.warning(
         f"Left out {len(dataset) - len(kept)} of {len(dataset)} {split} pairs whose {source_lang} or {target_lang} "
-        "side is missing or empty."
+        f"side is missing or empty ({_rows_named(flags)})."
     )
     return kept
+
+
+def _rows_named(has_text: Sequence[bool]) -> str:
+    """The rows without text, as a warning names them: "rows 4, 17, ..." of the split's rows, counted from 1 (a
+    data file's lines are not counted: a CSV's header row, JSON lines' blank lines and a quoted field's line
+    breaks are no rows)."""
+    rows = [number for number, ok in enumerate(has_text, 1) if not ok]
+    return f"row{'s' * (len(rows) > 1)} {shown_list(rows, _SHOWN_LINE_NUMBERS)} of the split, counted from 1"
 
 
 def _blank_where_text_is_missing(
@@ -1492,12 +1502,12 @@ def _blank_where_text_is_missing(
             for pair in batch["translation"]]}
 
     dataset = dataset.map(filled, batched=True, desc=f"Checking the {split} pairs")
-    blank = len(dataset) - len(rows_with_text(dataset, source_lang, target_lang))
-    if blank and warn:
+    scored = set(rows_with_text(dataset, source_lang, target_lang))
+    if len(scored) < len(dataset) and warn:
         logger.warning(
-            f"{blank} of {len(dataset)} {split} pairs have a missing or empty {source_lang} or {target_lang} side: "
-            "they are kept in place, so that translations line up with the data, but are neither translated nor "
-            "scored."
+            f"{len(dataset) - len(scored)} of {len(dataset)} {split} pairs have a missing or empty {source_lang} or "
+            f"{target_lang} side ({_rows_named([row in scored for row in range(len(dataset))])}): they are kept in "
+            "place, so that translations line up with the data, but are neither translated nor scored."
         )
     return dataset
 

@@ -1403,7 +1403,11 @@ def main(argv: list[str] | None = None) -> dict:
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False
     if "validation" not in tokenized and training_args.eval_strategy != IntervalStrategy.NO:
         if training_args.do_train:  # a run that does not train has nothing to say about it
-            logger.warning("No validation split: evaluation during training is off.")
+            scored = "the test split is scored at the end" if "test" in tokenized else (
+                "the model is not scored at all (no BLEU, no results in its card)")
+            logger.warning(
+                "No validation data: the run does not evaluate while it trains, and %s. Give --validation_prefix or "
+                "--validation_file (or a dataset with a 'validation' split) to score the model as it trains.", scored)
         training_args.eval_strategy = IntervalStrategy.NO
     # each evaluation split scored against its own references: texts that tokenize alike (under a lowercasing
     # tokenizer, say) in validation and test must not lend each other theirs

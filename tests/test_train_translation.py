@@ -422,6 +422,21 @@ def test_plain_text_files_and_fine_tuning(builtin_run, tmp_path):
     assert f"Fine-tuned from the local model `{out.name}`" in card and str(out) not in card  # by name: the card is published
 
 
+def test_a_run_without_validation_data_says_what_it_will_not_do(tmp_path, capsys, caplog):
+    """Training data alone: the run said "No validation split: evaluation during training is off.", and ended with
+    no scores and no word of how to get them."""
+    pairs = [("zwei Hunde", "two dogs"), ("drei Katzen", "three cats"), ("vier Mäuse", "four mice")] * 4
+    write_lines(tmp_path / "train.de", [de for de, _ in pairs])
+    write_lines(tmp_path / "train.en", [en for _, en in pairs])
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        run_main("--output_dir", tmp_path / "run", "--train_prefix", tmp_path / "train", "--source_lang", "de",
+                 "--target_lang", "en", *TINY, "--max_steps", "2", "--per_device_train_batch_size", "4",
+                 "--learning_rate", "1e-3", capsys=capsys)
+    assert ("No validation data: the run does not evaluate while it trains, and the model is not scored at all (no "
+            "BLEU, no results in its card). Give --validation_prefix or --validation_file (or a dataset with a "
+            "'validation' split) to score the model as it trains.") in caplog.messages
+
+
 def test_evaluation_files_are_translated_line_for_line_as_translate_py_reads_them(tmp_path, capsys):
     """Blank lines in validation or test files were dropped, so generated_predictions.txt no longer lined up with
     the files (sacrebleu refused them); a run of spaces or a tab in a line was translated otherwise than

@@ -1015,12 +1015,25 @@ def _first_bad_line(path: Path, builder: str) -> str | None:
             return f"line {line_number} is not valid JSON ({error.msg} at column {error.colno})"
         if not isinstance(row, dict):
             return f"line {line_number} is not a JSON object {{...}}"
+        if (big := _too_big_number(row)) is not None:  # pyarrow's "Value is too big! at position 14"
+            return (f"line {line_number} holds the number {big}, larger than pyarrow reads (64 bits): write a number "
+                    f"meant as text as a string, \"{big}\"")
     if document:
         try:
             json.loads("".join(document))
         except json.JSONDecodeError as error:
             return f"line {first_line + error.lineno - 1} is not valid JSON ({error.msg} at column {error.colno})"
     return None
+
+
+def _too_big_number(value) -> int | None:
+    """The first integer in a JSON value that a 64-bit integer cannot hold, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if not -2**63 <= value < 2**64 else None
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return next((big for child in children if (big := _too_big_number(child)) is not None), None)
 
 
 _FILE_FORMATS = {

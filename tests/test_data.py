@@ -923,6 +923,10 @@ def test_a_malformed_data_file_is_one_message(tmp_path):
     ("train.jsonl", '{"de": "eins", "en": "one"}\n["zwei", "two"]\n', "line 2 is not a JSON object {...}"),
     ("train.json", '[\n  {"de": "eins", "en": "one"},\n  {"de": "zwei" "en": "two"}\n]\n',
      "line 3 is not valid JSON (Expecting ',' delimiter at column 17)"),
+    # pyarrow: "Value is too big! at position 14", no line
+    ("train.jsonl", '{"de": "eins", "en": "one"}\n{"de": "r", "en": 123456789012345678901234567890}\n',
+     'line 2 holds the number 123456789012345678901234567890, larger than pyarrow reads (64 bits): write a number '
+     'meant as text as a string, "123456789012345678901234567890"'),
 ])
 def test_a_malformed_data_file_names_its_line_in_one_line(tmp_path, caplog, name, text, reason):
     (tmp_path / name).write_bytes(text.encode("latin-1"))

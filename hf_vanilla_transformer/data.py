@@ -1234,6 +1234,12 @@ def _unnamed_fields_message(path: Path, line_number: int | None, row: list[str],
              f"no column is named for its field{'s' if len(texts) > 1 else ''} {', '.join(map(repr, texts))}"
              if line_number is not None else f"a row has more fields than the header row names columns ({named})")
     comma = " (a field holding a comma goes in double quotes)" if options.get("delimiter", ",") == "," else ""
+    if len(named) == 1 and (other := next((mark for mark in (";", "\t", "|") if mark in named[0]), None)):
+        shown = {"\t": "tabs"}.get(other, repr(other))
+        return (f"{path}: its header row {named[0]!r} is one column: the file separates its fields with {shown}, "
+                f"not {'commas' if options.get('delimiter', ',') == ',' else 'tabs'} (a spreadsheet in a language "
+                "that writes decimal commas saves CSV with ';'). Save it as CSV with commas (a field holding a comma "
+                "in double quotes), or with tabs as .tsv.")
     return (f"{path}: {where}. Name every column in the header row (an extra one e.g. score: columns other than "
             f"{args.source_lang} and {args.target_lang} are not read), or remove the extra field{comma}.")
 

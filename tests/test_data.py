@@ -885,7 +885,9 @@ def test_a_csv_file_with_pandas_index_column_is_read_without_it(tmp_path):
     # with a comma in a sentence, the rows had fields past the one column: "line 2 has 3 fields, but the header row
     # names 1 columns ['de;en']", which names no ';'
     ("de;en\nHallo, Welt;hello, world\n", "its header row 'de;en' is one column: the file separates its fields "
-                                          "with ';', not commas"),
+                                          "with ';', not commas (a spreadsheet in a language that writes decimal "
+                                          "commas saves CSV with ';'). Save it as CSV with commas (a field holding a "
+                                          "comma in double quotes), or with tabs as .tsv."),
     ("source,target\nein Hund,a dog\n", "it has columns ['source', 'target']. Name the columns for the languages (de, "
                                         "en), or give their names: --source_lang source --target_lang target."),
     # these were told to give their column names as languages: "--source_lang Ein Hund. --target_lang A dog.."

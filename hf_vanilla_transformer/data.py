@@ -296,7 +296,8 @@ def load_parallel_text(
         if not source or not normalize_text(source):  # invisible characters alone are read as nothing too
             source = ""
             report.empty_source_lines.append(line_number)
-        if not target:
+        if not target or not normalize_text(target):  # a zero-width space alone is no reference to learn or score
+            target = ""
             report.empty_target_lines.append(line_number)
         if not source or not target:
             if keep_blank:
@@ -618,11 +619,12 @@ def rows_with_text(dataset: Dataset, source_lang: str, target_lang: str) -> list
 
 
 def pair_has_text(pair: dict | None, source_lang: str, target_lang: str) -> bool:
-    """Whether a `translation` pair's source and target are both strings and not blank. A source of invisible
-    characters only, which `normalize_text` removes, is blank too, as the translation pipeline reads it."""
+    """Whether a `translation` pair's source and target are both strings and not blank. A side of invisible
+    characters only (a zero-width space), which `normalize_text` removes, is blank too: a source as the translation
+    pipeline reads it, a target as nothing to learn or score."""
     return (isinstance(pair, dict)  # None: a JSON line without "translation" among lines with it
             and all(isinstance(pair.get(lang), str) for lang in (source_lang, target_lang))
-            and bool(normalize_text(pair[source_lang]) and pair[target_lang].strip()))
+            and bool(normalize_text(pair[source_lang]) and normalize_text(pair[target_lang])))
 
 
 DATA_SOURCES = {

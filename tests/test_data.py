@@ -143,18 +143,18 @@ def test_undecodable_line_number_is_one_based_in_gzip(tmp_path):
 
 
 def test_empty_lines_are_skipped_counted_and_logged_keeping_alignment(tmp_path, caplog):
-    german = ["eins", "", "drei", "vier", "  ", "sechs"]
-    english = ["one", "two", "three", "", "", "six"]
+    german = ["eins", "", "drei", "vier", "  ", "sechs", "sieben"]
+    english = ["one", "two", "three", "", "", "six", "\u200b"]  # a zero-width space alone: was a target learnt
     source = write_lines(tmp_path / "e.de", german)
     target = write_lines(tmp_path / "e.en", english)
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.data"):
         dataset, report = load_parallel_text(source, target, source_lang="de", target_lang="en")
     assert pairs(dataset) == [("eins", "one"), ("drei", "three"), ("sechs", "six")]
     assert report.empty_source_lines == [2, 5]
-    assert report.empty_target_lines == [4, 5]
-    assert (report.num_lines, report.num_kept, report.num_skipped) == (6, 3, 3)
+    assert report.empty_target_lines == [4, 5, 7]
+    assert (report.num_lines, report.num_kept, report.num_skipped) == (7, 3, 4)
     assert any(str(source) in message and "lines 2, 5" in message for message in caplog.messages)
-    assert any(str(target) in message and "lines 4, 5" in message for message in caplog.messages)
+    assert any(str(target) in message and "lines 4, 5, 7" in message for message in caplog.messages)
 
 
 def test_max_length_chars_skips_long_pairs(tmp_path):
@@ -535,7 +535,8 @@ def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog)
     rows = [{"translation": {"de": "ein Hund", "en": "a dog"}}, {"translation": {"de": None, "en": "a cat"}},
             {"translation": {"de": "eine Maus", "en": "  "}}, {"translation": {"en": "no German at all"}},
             {"de": "flach", "en": ""}, {"id": 7},  # no "translation": its pair is the flat fields, or none
-            {"translation": {"de": "\ufeff\u200b", "en": "invisible German"}}]  # blank, as the pipeline reads it
+            {"translation": {"de": "\ufeff\u200b", "en": "invisible German"}},  # blank, as the pipeline reads it
+            {"translation": {"de": "unsichtbar", "en": "\u200b"}}]  # a zero-width space: nothing to learn, was kept
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     args = TranslationDataArguments(source_lang="de", target_lang="en", train_file=str(tmp_path / "train.jsonl"),
                                     cache_dir=str(tmp_path / "cache"))
@@ -543,7 +544,7 @@ def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog)
         train = load_translation_datasets(args)["train"]
     assert pairs(train) == [("ein Hund", "a dog")]
     # which rows, as plain text's warnings name its lines (a file's or folder's rows were only counted)
-    assert ("Left out 6 of 7 train pairs whose de or en side is missing or empty (rows 2, 3, 4, 5, 6, ... of the "
+    assert ("Left out 7 of 8 train pairs whose de or en side is missing or empty (rows 2, 3, 4, 5, 6, ... of the "
             "split, counted from 1).") in caplog.messages
     (tmp_path / "train.jsonl").write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="The train split has no sentence pairs"):
@@ -558,7 +559,7 @@ def test_pairs_without_text_on_a_side_are_left_out_and_counted(tmp_path, caplog)
     assert any("pairs have a missing or empty de or en side (rows 2, 3, 4, 5, 6, ... of the split, counted from 1)"
                in message for message in caplog.messages)
     assert pairs(test)[:4] == [("ein Hund", "a dog"), ("", "a cat"), ("eine Maus", "  "), ("", "no German at all")]
-    assert len(test) == 7 and rows_with_text(test, "de", "en") == [0]
+    assert len(test) == 8 and rows_with_text(test, "de", "en") == [0]
 
 
 def load_pairs(source_lang: str, target_lang: str, tmp_path: Path, split: str = "train", **sources):

@@ -1649,7 +1649,12 @@ def _check_translation_column(dataset: Dataset, split: str, source_lang: str, ta
         fix = (f"Name the columns for the languages ({source_lang}, {target_lang}), or give their names: "
                f"--source_lang {columns[0]} --target_lang {columns[1]}.")
     else:
-        fix = "Check --source_lang/--target_lang or the file's fields."
+        found = sorted(languages) if feature is not None else columns
+        meant = [(option, _meant_language(lang, found)) for option, lang in
+                 (("--source_lang", source_lang), ("--target_lang", target_lang)) if lang not in found]
+        fix = ("Did you mean " + " ".join(f"{option} {guess}" for option, guess in meant) + "?"
+               if meant and all(guess for _, guess in meant) else
+               "Check --source_lang/--target_lang or the file's fields.")
     raise InputError(
         f"The {split} split needs a 'translation' column of {{{source_lang!r}: ..., {target_lang!r}: ...}} dicts, "
         f"or a text column for each language ({source_lang!r} and {target_lang!r}); {has}. {fix}"

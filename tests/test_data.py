@@ -411,6 +411,20 @@ def write_jsonl(path: Path, rows: list) -> Path:
 TRANSLATIONS = [{"translation": {"de": de, "en": en}} for de, en in zip(GERMAN, ENGLISH)]
 
 
+def test_a_dataset_whose_languages_are_written_otherwise_than_the_flags_says_which(tmp_path):
+    """`--source_lang de-DE` on a dataset of 'de' and 'en' pairs was told "Check --source_lang/--target_lang or the
+    file's fields", where plain text files were told which language to give."""
+    DatasetDict(train=Dataset.from_list(TRANSLATIONS)).save_to_disk(str(tmp_path / "folder"))
+    for source, target, fix in (("de-DE", "en", "Did you mean --source_lang de?"),
+                                ("DE", "english", "Did you mean --source_lang de --target_lang en?"),
+                                ("fr", "en", "Check --source_lang/--target_lang or the file's fields.")):
+        args = TranslationDataArguments(source_lang=source, target_lang=target, dataset_name=str(tmp_path / "folder"),
+                                        cache_dir=str(tmp_path / "cache"))
+        with pytest.raises(InputError) as error:
+            load_translation_datasets(args)
+        assert str(error.value).endswith(f"(translation languages: ['de', 'en']). {fix}")
+
+
 def test_a_file_given_as_dataset_name_is_one_message_not_a_hub_lookup(tmp_path, monkeypatch):
     """`--dataset_name j/train.parquet` was taken for a Hub id: 25 s of retries, then "Couldn't reach
     'j/train.parquet' on the Hub"."""

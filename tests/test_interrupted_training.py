@@ -427,5 +427,5 @@ def test_ctrl_c_after_the_training_says_what_is_saved_and_how_to_finish(tmp_path
     with pytest.raises(KeyboardInterrupt, match=re.escape(f"the run's results are saved in {out}.")):
         main(["--output_dir", str(out), *TINY_RUN, "--overwrite_output_dir", "true"])
     card = (out / "README.md").read_text(encoding="utf-8")
-    assert "| Split | BLEU | chrF | Sentences |" in card  # written whole, with the scores (none before the scoring)
+    assert "| Split | BLEU | chrF | Exact match (%) | Sentences |" in card  # written whole, with the scores (none before the scoring)
     assert (out / "generated_predictions.txt").is_file()

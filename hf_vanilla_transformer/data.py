@@ -336,6 +336,11 @@ def resolve_parallel_files(
         return files[0], files[1]
     missing = list(dict.fromkeys(lang for lang, file in zip((source_lang, target_lang), files) if file is None))
     flag = f"--{split}_prefix" if split else "prefix"
+    if folders := [f"{prefix}.{lang}{gz}" for lang in missing for gz in ("", ".gz")
+                   if Path(f"{prefix}.{lang}{gz}").is_dir()]:  # was "its files are in en, not de"
+        raise MissingFileError(f"{folders[0]} is a folder, not the {missing[0]} side of {flag} {prefix}: the prefix "
+                               f"names two files, {prefix}.{source_lang} and {prefix}.{target_lang} (or .gz). Give "
+                               "the prefix of the files in that folder, or rename it.")
     raise MissingFileError(_missing_side_message(str(prefix), source_lang, target_lang, missing, flag))
 
 

@@ -171,6 +171,10 @@ def test_resolve_parallel_files_prefers_plain_then_gz_and_explains_missing(tmp_p
     assert resolve_parallel_files(tmp_path / "train", "de", "en") == (tmp_path / "train.de.gz", tmp_path / "train.en")
     with pytest.raises(FileNotFoundError, match=r"train\.fr\.gz"):
         resolve_parallel_files(tmp_path / "train", "de", "fr")
+    (tmp_path / "train.fr").mkdir()  # was "its files are in de, en, not fr", beside a folder named train.fr
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path / 'train.fr'} is a folder, not the fr side of "
+                                                          f"prefix {tmp_path / 'train'}: the prefix names two files")):
+        resolve_parallel_files(tmp_path / "train", "de", "fr")
 
 
 def test_load_translation_datasets_from_prefixes(tmp_path):

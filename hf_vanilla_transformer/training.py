@@ -1548,16 +1548,20 @@ def warn_if_cut_short(generated, eos_token_id: int | list[int], split: str, trai
     if rows.ndim != 2 or not len(rows):
         return
     unended = int((~np.isin(rows, eos_token_id).any(axis=1)).sum())
-    given = [(f"--generation_max_length {training_args.generation_max_length}", "raise it")]
-    given += [(f"the generation config's {name} {generation[name]}", "raise it, or give --generation_max_length")
-              for name in ("max_new_tokens", "max_length") if generation.get(name)]
-    given = [item for item in given if not item[0].endswith(" None")]
-    if not unended or (not given and unended < 0.01 * len(rows)):
+    # the limit generate() applied: max_new_tokens wins over a max_length, which the flag passes over the config's
+    given = [f"the generation config's max_new_tokens {generation['max_new_tokens']}"
+             if generation.get("max_new_tokens") else None,
+             f"--generation_max_length {training_args.generation_max_length}"
+             if training_args.generation_max_length else None,
+             f"the generation config's max_length {generation['max_length']}" if generation.get("max_length") else None]
+    limit = next(filter(None, given), None)
+    if not unended or (limit is None and unended < 0.01 * len(rows)):
         return
-    limit, advice = given[0] if given else (
-        "source length + 50 tokens", "the model has not learnt to end them, as early in training: train for longer")
+    advice = ("Raise it (--generation_max_length) where translations need more tokens; a model that repeats itself up "
+              "to it needs more training." if limit else
+              "The model has not learnt to end them, as early in training: train for longer.")
     logger.warning("%d of the %d %s translations stopped at the length limit (%s) before their end token: cut short, "
-                   "they score lower. %s.", unended, len(rows), split, limit, advice[0].upper() + advice[1:])
+                   "they score lower. %s", unended, len(rows), split, limit or "source length + 50 tokens", advice)
 
 
 def warn_if_averaging_scored_less(log_history: list[dict], final: dict, averaged: int | None) -> None:

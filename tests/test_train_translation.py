@@ -356,10 +356,14 @@ def test_translations_cut_short_by_the_length_limit_are_warned_about(caplog):
         warn_if_cut_short([unended, unended, ended], 2, "validation", args, {"max_new_tokens": 4})
         assert caplog.messages[-1] == (
             "2 of the 3 validation translations stopped at the length limit (the generation config's max_new_tokens "
-            "4) before their end token: cut short, they score lower. Raise it, or give --generation_max_length.")
+            "4) before their end token: cut short, they score lower. Raise it (--generation_max_length) where "
+            "translations need more tokens; a model that repeats itself up to it needs more training.")
         caplog.clear()
         warn_if_cut_short([unended] + [ended] * 199, 2, "test", SimpleNamespace(generation_max_length=5), {})
         assert "(--generation_max_length 5) before their end token" in caplog.messages[-1]
+        caplog.clear()  # generate() takes max_new_tokens over a max_length given
+        warn_if_cut_short([unended], 2, "test", SimpleNamespace(generation_max_length=5), {"max_new_tokens": 3})
+        assert "(the generation config's max_new_tokens 3)" in caplog.messages[-1]
         caplog.clear()
         warn_if_cut_short([unended] + [ended] * 199, 2, "test", args, {})  # 1 in 200 under the model's own limit
         assert caplog.messages == []

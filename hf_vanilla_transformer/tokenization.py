@@ -518,8 +518,9 @@ def load_tokenizer(name_or_path: str | Path, *, remedy: str | None = None, **kwa
     return tokenizer
 
 
-SENTENCEPIECE_MODEL_FILES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model", "source.spm")
-"""The names transformers' SentencePiece-based tokenizers (T5, Llama, XLM-R, Marian) give their model file."""
+SENTENCEPIECE_MODEL_FILES = ("spiece.model", "tokenizer.model", "sentencepiece.bpe.model")
+"""The names the SentencePiece-based tokenizers that transformers converts to `tokenizers` (T5, Llama, XLM-R) give
+their model file (MarianTokenizer's source.spm is read by sentencepiece itself, without protobuf)."""
 
 
 def _protobuf_missing(path: Path, name_or_path) -> InputError | None:

@@ -633,6 +633,12 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
         decoder_position_ids: the positions of the decoder inputs (batch, length); by default counted from
             `decoder_attention_mask`, else from the cache's length (generate() gives them with a static cache).
         """
+        if kwargs.get("position_ids") is not None:  # was "got multiple values for keyword argument", after the
+            raise ValueError(  # whole decoder's repr; MarianMTModel ignores them without a word
+                "`position_ids` is not an input of this model: its encoder numbers the source's positions from 0 "
+                "itself, and the decoder's are `decoder_position_ids` (batch, target length)."
+            )
+        kwargs.pop("position_ids", None)
         if encoder_outputs is None:
             check_one_target_per_source(
                 "The decoder inputs have",

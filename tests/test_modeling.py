@@ -193,6 +193,20 @@ def test_the_cache_is_taken_by_either_name(batch):
     assert getattr(both, CACHE_NAME) is cache  # as transformers' models: the old name is dropped
 
 
+def test_position_ids_are_refused_in_one_line(batch):
+    """`position_ids=` failed with "got multiple values for keyword argument 'position_ids'" after the decoder's whole
+    repr (1.6 KB), in forward and in generate()."""
+    model = make_model()
+    positions = torch.arange(batch["input_ids"].shape[1])[None]
+    for call in (lambda: model(**batch, position_ids=positions),
+                 lambda: model.generate(batch["input_ids"], position_ids=positions, max_new_tokens=2)):
+        with pytest.raises(ValueError, match=r"^`position_ids` is not an input of this model: its encoder numbers the "
+                                             r"source's positions from 0 itself, and the decoder's are "
+                                             r"`decoder_position_ids` \(batch, target length\)\.$"):
+            call()
+    assert model(**batch, position_ids=None).logits.isfinite().all()  # None, as code passing every input gives it
+
+
 # --- embeddings --------------------------------------------------------------------------------------------------
 
 

@@ -36,8 +36,10 @@ logger = logging.getLogger(__name__)
 # the optimizer's twice the model's size; and this package's complete-checkpoint mark (checkpoints.CHECKPOINT_COMPLETE).
 TRAINING_STATE_FILES = ["optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt", "rng_state*.pth",
                         "checkpoint_complete.json", "trainer_state.json", "training_args.bin"]
-# Never pushed: that state, checkpoints and private files ("_*"; the last two as the Trainer's push_to_hub).
-UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*", *TRAINING_STATE_FILES]
+# Never pushed: that state (at any depth: "*" matches "/" too), checkpoints and private files ("_*"; the last two as
+# the Trainer's push_to_hub). Nor a model of its own in a subfolder (`nested_model_patterns`).
+UPLOAD_IGNORE_PATTERNS = ["_*", "checkpoint-*", "*/checkpoint-*", *TRAINING_STATE_FILES,
+                          *(f"*/{pattern}" for pattern in TRAINING_STATE_FILES)]
 # Linked, not copied, into a push's staging folder: nothing rewrites them.
 WEIGHT_PATTERNS = ["*.safetensors", "*.bin"]
 # The classes a saved model's config.json names under `auto_map` for trust_remote_code=True, as save_pretrained
@@ -128,7 +130,7 @@ def stage_upload(model_dir: Path, staging: Path) -> None:
     the card) with `model_dir` left as it is, even where its files are links, as in a Hub cache snapshot."""
     from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
-    ignored = UPLOAD_IGNORE_PATTERNS + DEFAULT_IGNORE_PATTERNS
+    ignored = UPLOAD_IGNORE_PATTERNS + nested_model_patterns(model_dir) + DEFAULT_IGNORE_PATTERNS
     names = list(filter_repo_objects(_files(model_dir), ignore_patterns=ignored))
     weights = set(filter_repo_objects(names, allow_patterns=WEIGHT_PATTERNS))
     for name in names:
@@ -238,14 +240,29 @@ def _files(folder: Path) -> list[str]:
     return [path.relative_to(folder).as_posix() for path in sorted(folder.rglob("*")) if path.is_file()]
 
 
+def nested_model_patterns(model_dir: str | os.PathLike) -> list[str]:
+    """Ignore patterns for the subfolders of `model_dir` that hold a model of their own (a config.json: an averaged
+    model, a scoring run's or a copied checkpoint's folder, a CTranslate2 export): a push of the folder uploaded them
+    whole, their training state and a card naming a local path with them. Each is pushed on its own."""
+    folder = Path(model_dir)
+    nested = sorted({config.parent.relative_to(folder).as_posix() for config in folder.rglob("config.json")
+                     if config.parent != folder})
+    return [f"{name}/*" for name in nested]
+
+
 def left_out_of_push(model_dir: str | os.PathLike) -> list[str]:
-    """What `push_model_dir` leaves out of `model_dir`: its top-level files and folders ("checkpoint-10/") that
-    `UPLOAD_IGNORE_PATTERNS` matches, sorted."""
+    """What `push_model_dir` leaves out of `model_dir`, sorted: its top-level files and folders ("checkpoint-10/")
+    that `UPLOAD_IGNORE_PATTERNS` or `nested_model_patterns` match, and a subfolder's files they match by their path
+    ("best/optimizer.pt", where "best/" is not left out whole)."""
     from huggingface_hub.utils import filter_repo_objects
 
     files = _files(Path(model_dir))
-    kept = set(filter_repo_objects(files, ignore_patterns=UPLOAD_IGNORE_PATTERNS))
-    return sorted({name.split("/")[0] + ("/" if "/" in name else "") for name in files if name not in kept})
+    ignored = UPLOAD_IGNORE_PATTERNS + nested_model_patterns(model_dir)
+    kept = set(filter_repo_objects(files, ignore_patterns=ignored))
+    left = {name for name in files if name not in kept}
+    folders = {name.split("/")[0] for name in left if "/" in name
+               if not any(other.startswith(name.split("/")[0] + "/") for other in kept)}  # nothing of it pushed
+    return sorted({f"{name.split('/')[0]}/" if name.split("/")[0] in folders else name for name in left})
 
 
 def checkpoint_card(model_dir: Path) -> dict:

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None):
             raise
         raise InputError(message) from error
     if left_out := left_out_of_push(args.model_dir):  # said once pushed: a refused push uploads nothing at all
-        print(f"Not uploaded (training state, checkpoints, private _* files): {', '.join(left_out)}", file=sys.stderr)
+        print(f"Not uploaded (training state, checkpoints, private _* files, and models in subfolders, each of which "
+              f"is pushed on its own): {', '.join(left_out)}", file=sys.stderr)
     print(commit.pr_url or commit.commit_url)
     return commit
 

@@ -57,6 +57,28 @@ def test_left_out_of_push(run_dir):
     assert left_out_of_push(run_dir / "checkpoint-10") == CHECKPOINT_STATE
 
 
+def test_subfolders_training_state_and_models_are_not_pushed(run_dir, tmp_path):
+    """A checkpoint copied to run/best was pushed whole, its optimizer state and its training_args.bin (which holds
+    --hub_token) with it, while the script said "Not uploaded: ... training_args.bin"; an average saved in
+    run/averaged, as average_checkpoints.py's help suggests, was pushed as a second model with a card naming its
+    local path."""
+    from hf_vanilla_transformer.hub import stage_upload
+
+    shutil.copytree(run_dir / "checkpoint-10", run_dir / "best")
+    make_tiny_model_dir(run_dir / "averaged")
+    (run_dir / "notes").mkdir()
+    (run_dir / "notes" / "optimizer.pt").write_bytes(b"\x80\x04state")
+    (run_dir / "notes" / "about.txt").write_text("how the run went\n")
+    assert left_out_of_push(run_dir) == ["averaged/", "best/", "checkpoint-10/", "notes/optimizer.pt",
+                                         "trainer_state.json", "training_args.bin"]
+    stage_upload(run_dir, tmp_path / "staging")
+    staged = {path.relative_to(tmp_path / "staging").as_posix() for path in (tmp_path / "staging").rglob("*")
+              if not path.is_dir()}
+    assert "notes/about.txt" in staged and MODEL_FILES - {"README.md"} <= staged
+    assert not [name for name in staged if name.startswith(("best/", "averaged/", "checkpoint-"))
+                or name.endswith((".pt", ".bin", "trainer_state.json"))]
+
+
 def tree(folder: Path) -> dict[str, str]:
     """Every file under `folder` (through links), with its content's sha256."""
     return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1401,6 +1401,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     # The Trainer's own push would upload its generic model card; this script pushes once, at the end, with ours.
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False
+    # nor is --hub_token kept in the arguments the Trainer pickles into training_args.bin, the run's and every
+    # checkpoint's, in plain text: it is given back for the push at the end
+    hub_token, training_args.hub_token = training_args.hub_token, None
     if "validation" not in tokenized and training_args.eval_strategy != IntervalStrategy.NO:
         if training_args.do_train:  # a run that does not train has nothing to say about it
             scored = "the test split is scored at the end" if "test" in tokenized else (
@@ -1496,6 +1499,7 @@ def main(argv: list[str] | None = None) -> dict:
             print("\n" + where_the_run_is(output_dir, samples_split))
         if push_to_hub:
             try:
+                training_args.hub_token = hub_token
                 commit = push_from_training_args(training_args)
             except Exception as error:
                 repo_id = push_repo_id(training_args)

@@ -373,6 +373,18 @@ def test_translations_cut_short_by_the_length_limit_are_warned_about(caplog):
                                             "train for longer.")
 
 
+def test_the_hub_token_is_not_saved_with_the_run(tmp_path, capsys):
+    """--hub_token was pickled in plain text into training_args.bin, the run's and every checkpoint's: a pushed
+    checkpoint folder, or a copy of one, published it."""
+    out = tmp_path / "run"
+    run_main("--output_dir", out, *FEW_NUMBERS, *TINY, "--max_steps", "2", "--save_strategy", "steps",
+             "--save_steps", "1", "--average_last_checkpoints", "0", "--hub_token", "hf_secret_for_this_test",
+             capsys=capsys)
+    saved = sorted(out.rglob("training_args.bin"))
+    assert len(saved) >= 2  # the run's and its checkpoints'
+    assert not [path for path in saved if b"hf_secret_for_this_test" in path.read_bytes()]
+
+
 def test_token_batching_bounds_every_batch(builtin_run):
     out, _ = builtin_run
     state = json.loads((out / "trainer_state.json").read_text())

@@ -215,7 +215,8 @@ def main(argv=None):
               file=sys.stderr)
     # a card of its own: the run's data, languages and recipe (which the direction warnings of a later scoring run
     # read), the checkpoints averaged, and no scores yet
-    save_model_card(output, **averaged_card(Path(args.run_dir), chosen))
+    save_model_card(args.output_dir, **averaged_card(Path(args.run_dir), chosen))  # as given: the card's snippets
+    # name the folder as the user does (the resolved path showed the user's folders); a push names the repository
     print(f"Averaged {', '.join(c.name for c in chosen)} into {args.output_dir}")
 
 

@@ -127,6 +127,12 @@ def test_the_averaged_model_has_a_card_of_the_runs_data_and_recipe(run, tmp_path
                                                                       "(scripts/average_checkpoints.py)"]]
     card = (tmp_path / "avg" / "README.md").read_text()
     assert "German → English" in card and "This model has not been evaluated." in card and "31.5" not in card
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    assert average(run, "--last", "2", "--output_dir", tmp_path / "linked" / "avg", monkeypatch=monkeypatch,
+                   capsys=capsys)[0] == 0
+    linked = (tmp_path / "linked" / "avg" / "README.md").read_text()
+    assert f'model="{tmp_path / "linked" / "avg"}"' in linked and "real" not in linked  # as given, not resolved
     _, data_args, _ = parse_arguments(["--output_dir", str(tmp_path / "scored"), "--source_lang", "en",
                                        "--target_lang", "de", "--train_prefix", "x"])
     with caplog.at_level(logging.WARNING):

@@ -6,6 +6,7 @@ stored. `HF_ENDPOINT` points everything at another Hub-compatible server.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -88,14 +89,32 @@ def push_model_dir(
         api.update_repo_settings(repo_id, private=True)
         logger.warning("%s was public: made it private, as asked, before uploading.", repo_id)
     base = "main" if create_pr or revision is None else revision  # what the commit replaces, as upload_folder reads it
+    new_branch = False
     try:
         in_repo = api.list_repo_files(repo_id, revision=base)
     except RevisionNotFoundError:  # a new branch, made from main below
-        base, in_repo = "main", api.list_repo_files(repo_id)
+        base, in_repo, new_branch = "main", api.list_repo_files(repo_id), True
     if not overwrite:
         check_model_type(api, repo_id, base, in_repo)
     if revision is not None and revision != "main":
         api.create_branch(repo_id, branch=revision, exist_ok=True)
+    try:
+        commit, uploaded = _upload(api, model_dir, repo_id, card_inputs, revision, commit_message, create_pr)
+    except BaseException:
+        if new_branch:  # made from main for this push: left, it served main's model under the branch's name
+            with contextlib.suppress(Exception):
+                api.delete_branch(repo_id, branch=revision)
+        raise
+    if deleted := sorted(set(in_repo) - set(uploaded) - {".gitattributes"}):
+        where = "the pull request" if create_pr else f"branch {revision or 'main'}"
+        logger.warning("Deleted from %s (%s), as %s does not have them: %s", repo_id, where, model_dir,
+                       ", ".join(deleted))
+    return commit
+
+
+def _upload(api, model_dir: Path, repo_id: str, card_inputs: dict, revision: str | None, commit_message: str,
+            create_pr: bool) -> tuple[CommitInfo, list[str]]:
+    """Stage `model_dir` as `push_model_dir` pushes it and upload it as one commit: the commit, and the files."""
     with tempfile.TemporaryDirectory(prefix="push_") as staging:
         stage_upload(model_dir, Path(staging))
         added, replaced = add_model_code(Path(staging))
@@ -117,11 +136,7 @@ def push_model_dir(
             create_pr=create_pr,
             delete_patterns="*",  # all the repository's files that this push does not upload, but .gitattributes
         )
-    if deleted := sorted(set(in_repo) - set(uploaded) - {".gitattributes"}):
-        where = "the pull request" if create_pr else f"branch {revision or 'main'}"
-        logger.warning("Deleted from %s (%s), as %s does not have them: %s", repo_id, where, model_dir,
-                       ", ".join(deleted))
-    return commit
+    return commit, uploaded
 
 
 def stage_upload(model_dir: Path, staging: Path) -> None:

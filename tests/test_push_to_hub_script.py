@@ -262,7 +262,30 @@ def test_network_failure_during_upload_is_one_message(run_dir, monkeypatch, caps
     assert "Not uploaded" not in error  # nothing was: the files left out are named after a push, not before a refusal
 
 
-def test_the_card_of_a_checkpoint_of_an_unfinished_run_does_not_guess(run_dir):
+def test_a_push_to_a_new_branch_that_fails_leaves_no_branch(hub_server, run_dir, tmp_path):  # noqa: F811
+    """The branch was made from main before the upload: when the upload failed, `revision="v2"` served main's model
+    and card under the new branch's name, without an error."""
+    proc = hub_server.run_python(f"""
+import json
+from huggingface_hub import HfApi
+from hf_vanilla_transformer.hub import push_model_dir
+
+push_model_dir({str(run_dir)!r}, "user/branched")
+
+def dropped(*args, **kwargs):
+    raise ConnectionError("the connection dropped")
+
+HfApi.upload_folder = dropped
+try:
+    push_model_dir({str(run_dir)!r}, "user/branched", revision="v2")
+except ConnectionError:
+    pass
+print(json.dumps([ref.name for ref in HfApi().list_repo_refs("user/branched").branches]))
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["main"], proc.stderr
+
+
+
     """Before the run has finished, its folder has no card inputs: a checkpoint pushed then had a card saying
     "Parallel text, from local files." (for any data, the built-in corpus too) and that a BPE vocabulary was learned."""
     (run_dir / CARD_INPUTS_FILE).unlink()

@@ -236,11 +236,14 @@ def check_model_type(api: HfApi, repo_id: str, revision: str, in_repo: list[str]
     package's, by its config.json's `model_type`: a push would replace it."""
     if "config.json" not in in_repo:
         return
-    path = Path(api.hf_hub_download(repo_id, "config.json", revision=revision))
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:  # not JSON, or not UTF-8
-        config = None
+    # into a cache of its own: in the user's Hub cache, the download moved the repository's `main` to a snapshot of
+    # config.json alone, and the model cached before could no longer be loaded offline
+    with tempfile.TemporaryDirectory(prefix="push_check_") as cache:
+        path = Path(api.hf_hub_download(repo_id, "config.json", revision=revision, cache_dir=cache))
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:  # not JSON, or not UTF-8
+            config = None
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type != VanillaTransformerConfig.model_type:
         raise InputError(

@@ -285,7 +285,30 @@ print(json.dumps([ref.name for ref in HfApi().list_repo_refs("user/branched").br
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["main"], proc.stderr
 
 
+def test_pushing_again_leaves_the_users_hub_cache_as_it_was(hub_server, run_dir, tmp_path):  # noqa: F811
+    """The check of the repository's model type downloaded its config.json into the user's Hub cache, which moved
+    the cached `main` to a snapshot of config.json alone: the model downloaded before no longer loaded offline ("does
+    not appear to have a file named ... model.safetensors")."""
+    proc = hub_server.run_python(f"""
+import json, os
+from pathlib import Path
+from huggingface_hub import snapshot_download
+from hf_vanilla_transformer.hub import push_model_dir
 
+run = Path({str(run_dir)!r})
+push_model_dir(run, "user/cached")
+snapshot_download("user/cached")
+for number in (1, 2):  # two new commits: the second push checks the first's
+    (run / "all_results.json").write_text(json.dumps({{"eval_bleu": 50.0 + number, "eval_chrf": 70.0}}))
+    push_model_dir(run, "user/cached")
+import huggingface_hub.constants
+huggingface_hub.constants.HF_HUB_OFFLINE = True
+print(json.dumps(sorted(os.listdir(snapshot_download("user/cached")))))
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
+    assert "model.safetensors" in json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+
+
+def test_the_card_of_a_checkpoint_of_an_unfinished_run_does_not_guess(run_dir):
     """Before the run has finished, its folder has no card inputs: a checkpoint pushed then had a card saying
     "Parallel text, from local files." (for any data, the built-in corpus too) and that a BPE vocabulary was learned."""
     (run_dir / CARD_INPUTS_FILE).unlink()

@@ -547,7 +547,10 @@ def loading_from(name_or_path: str | os.PathLike, what: str = "a model") -> Iter
         reason = first_line(error)
         if Path(name_or_path).expanduser().exists():
             raise InputError(f"Cannot load {what} from {name_or_path}: {reason}") from error
+        # transformers' second line, cut with the rest, said a private repository needs a token
+        private = (" If it is a private repository, log in (`hf auth login`) or set HF_TOKEN to a token that can read "
+                   "it." if "private repository" in str(error) else "")
         raise InputError(
             f"Cannot load {what} from {name_or_path}: there is no such folder here, and as a Hub repo id: {reason} "
-            "Check the path, or the id and the network."
+            f"Check the path, or the id and the network.{private}"
         ) from error

@@ -103,6 +103,20 @@ def test_a_hub_id_without_a_network_looks_in_the_cache_at_once(saved, monkeypatc
                "only" in message for message in caplog.messages)
 
 
+def test_a_private_repository_is_said_to_need_a_token():
+    """transformers' second line, "If this is a private repository, make sure to pass a token ...", was cut off with
+    the rest: a user without a token read only that the id was not valid."""
+    from hf_vanilla_transformer import hub
+    from hf_vanilla_transformer.errors import InputError
+
+    with pytest.raises(InputError, match=r"Check the path, or the id and the network\. If it is a private repository, "
+                                         r"log in \(`hf auth login`\) or set HF_TOKEN to a token that can read it\.$"):
+        with hub.loading_from("someone/private-model"):
+            raise OSError("someone/private-model is not a local folder and is not a valid model identifier listed on "
+                          "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a "
+                          "token having permission to this repo")
+
+
 def test_a_hub_repository_without_tokenizer_is_named(saved, hub_server, tmp_path):  # noqa: F811
     """transformers said "Couldn't instantiate the backend tokenizer from one of: ." for a repository pushed with
     the model alone, naming no file."""

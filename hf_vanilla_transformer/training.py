@@ -357,6 +357,11 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     for name, why in IGNORED_FLAGS.items():
         if name in given and (name not in SENTENCE_BATCH_ARGUMENTS or training_args.max_tokens_per_batch):
             logger.warning("--%s has no effect here: %s", name, why)
+    if not training_args.push_to_hub and (named := [flag for flag in ("hub_model_id", "hub_revision",
+                                                                      "hub_private_repo") if flag in given]):
+        logger.warning("%s without --push_to_hub: nothing is pushed (the model card's snippets name --hub_model_id "
+                       "all the same). Add --push_to_hub true, or push the run later with scripts/push_to_hub.py.",
+                       ", ".join(f"--{flag}" for flag in named))
     return model_args, data_args, training_args
 
 

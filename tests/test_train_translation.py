@@ -385,6 +385,16 @@ def test_the_hub_token_is_not_saved_with_the_run(tmp_path, capsys):
     assert not [path for path in saved if b"hf_secret_for_this_test" in path.read_bytes()]
 
 
+def test_hub_flags_without_push_to_hub_are_warned_about(tmp_path, caplog):
+    """--hub_model_id user/x without --push_to_hub pushed nothing and said nothing, while the card's snippets named
+    user/x."""
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        parse_arguments(["--output_dir", str(tmp_path / "run"), "--hub_model_id", "user/x", "--hub_revision", "v1"])
+    assert ("--hub_model_id, --hub_revision without --push_to_hub: nothing is pushed (the model card's snippets name "
+            "--hub_model_id all the same). Add --push_to_hub true, or push the run later with scripts/push_to_hub.py."
+            ) in caplog.messages
+
+
 def test_token_batching_bounds_every_batch(builtin_run):
     out, _ = builtin_run
     state = json.loads((out / "trainer_state.json").read_text())

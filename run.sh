@@ -3,7 +3,8 @@
 #   ./run.sh main [flags]   train the main job into runs/numbers (extra flags go to scripts/train_translation.py)
 #   ./run.sh test [args]    run the tests in 2 processes (TEST_WORKERS=...; extra arguments go to pytest)
 # Both first make the environment if it is missing: a virtual environment in .venv (VENV=... for another place),
-# torch (TORCH=... for another build; default the CPU build .ci/run uses) unless it already has one, and this
+# torch (TORCH="..." for another build, with pip's options: "torch --index-url URL"; default torch==2.13.0, the
+# CPU build where pip is configured for one, as on the CI machine) unless it already has one, and this
 # package with its dev extra (again whenever pyproject.toml changes).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -20,7 +21,9 @@ setup() {
         "$VENV/bin/python" -m pip install --upgrade pip
     fi
     . "$VENV/bin/activate"
-    python -c 'import torch' 2>/dev/null || pip install "$TORCH"    # torch first: the project must not pull its own
+    # torch first (the project must not pull its own); TORCH is a requirement and pip's options, split at spaces
+    read -r -a torch_args <<< "$TORCH"
+    python -c 'import torch' 2>/dev/null || pip install "${torch_args[@]}"
     local stamp="$VENV/.hf-vanilla-transformer-installed"
     if [ ! -e "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
         pip install -e ".[dev]"

@@ -32,3 +32,20 @@ def test_run_sh_uses_an_existing_environment_and_rejects_unknown_commands(tmp_pa
     assert "test_run_sh_uses_an_existing_environment" in proc.stdout and "pip" not in proc.stdout.lower()
     usage = subprocess.run([str(REPO / "run.sh"), "bogus"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "usage: ./run.sh main" in usage.stderr
+
+
+def test_torch_is_installed_with_the_installer_options_torch_gives(tmp_path):
+    """`TORCH="torch --index-url URL" ./run.sh main`, as the README gives it for CUDA, failed: the whole string went
+    to pip as one requirement ("Invalid requirement"). A stand-in environment records what pip is given."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    calls = tmp_path / "pip_calls"
+    (venv / "bin" / "activate").write_text(f'export PATH="{venv / "bin"}:$PATH"\n')
+    (venv / "bin" / "python").write_text('#!/bin/sh\n[ "$1" = "-c" ] && [ "$2" = "import torch" ] && exit 1\nexit 0\n')
+    (venv / "bin" / "pip").write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> "{calls}"\necho >> "{calls}"\n')
+    for name in ("python", "pip"):
+        (venv / "bin" / name).chmod(0o755)
+    env = {**os.environ, "VENV": str(venv), "TORCH": "torch --index-url https://download.pytorch.org/whl/cu126"}
+    proc = subprocess.run([str(REPO / "run.sh"), "test"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert calls.read_text().splitlines()[0] == "install|torch|--index-url|https://download.pytorch.org/whl/cu126|"

@@ -1077,6 +1077,8 @@ README_EXAMPLES = {
     "fuenfzehn": "fifteen",
     "eine Million": "one million",
     "EINE MILLION": "one million",
+    "neunhundertneunundneunzigtausendneunhundertneunundneunzig": "nine hundred and ninety-nine thousand, nine hundred "
+                                                                 "and ninety-nine",  # 999,999, the README says
 }
 
 

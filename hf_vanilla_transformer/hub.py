@@ -505,13 +505,27 @@ def hub_host() -> str:
     return urlparse(constants.ENDPOINT).hostname
 
 
+HUB_CONNECT_TIMEOUT = 3.0
+"""Seconds `hub_unreachable` waits for the Hub's host to take a connection."""
+
+
 @functools.cache
 def hub_unreachable() -> bool:
-    """Whether the Hub's host has no address from here: no network, or no name service. Looked up once a process;
-    the lookup fails at once where there is no network."""
+    """Whether the Hub cannot be reached from here: its host has no address (no network, or no name service), or,
+    where no proxy is set, takes no connection within `HUB_CONNECT_TIMEOUT` seconds (refused, or dropped by a
+    firewall: huggingface_hub then retried each file for about 25 seconds). Asked once a process."""
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
     try:
-        socket.getaddrinfo(hub_host(), 443)
+        socket.getaddrinfo(hub_host(), port)
     except OSError:
+        return True
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                                             "all_proxy")):
+        return False  # the requests go through the proxy: a connection of our own says nothing of them
+    try:
+        socket.create_connection((hub_host(), port), timeout=HUB_CONNECT_TIMEOUT).close()
+    except OSError:  # refused, timed out, no route
         return True
     return False
 

@@ -1093,7 +1093,7 @@ def check_push_flags(training_args) -> None:
         raise InputError(f"--push_to_hub: {error}") from None
     if hub_unreachable():  # a name lookup, no request: the push at the end would fail after all the training
         raise InputError(
-            f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no network or no name service), so "
+            f"--push_to_hub: the Hub ({hub_host()}) cannot be reached from here (no network, no name service, or no connection), so "
             "the run could not be pushed at its end: train without --push_to_hub and push the saved run later, from "
             f"a machine that reaches the Hub: python {sibling_script('push_to_hub.py')} {training_args.output_dir} "
             f"{repo_id}"

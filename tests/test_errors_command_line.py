@@ -690,7 +690,7 @@ def test_training_script_with_a_push_and_no_network_stops_before_training(tmp_pa
         hub.hub_unreachable.cache_clear()
     assert status == 2 and err.strip().splitlines()[-1] == (
         f"train_translation.py: error: --push_to_hub: the Hub ({hub.hub_host()}) cannot be reached from here (no "
-        "network or no name service), so the run could not be pushed at its end: train without --push_to_hub and "
+        "network, no name service, or no connection), so the run could not be pushed at its end: train without --push_to_hub and "
         "push the saved run later, from a machine that reaches the Hub: python "
         f"{SCRIPTS / 'push_to_hub.py'} {tmp_path / 'out'} me/numbers")  # the scripts folder the user ran from
     assert not (tmp_path / "out").exists()  # before any work

@@ -103,6 +103,34 @@ def test_a_hub_id_without_a_network_looks_in_the_cache_at_once(saved, monkeypatc
                "only" in message for message in caplog.messages)
 
 
+def test_a_hub_that_takes_no_connection_is_unreachable(monkeypatch):
+    """A Hub host with an address that refused connections (or a firewall that dropped them) was taken for reachable:
+    translate.py printed five "Retrying" lines and waited 27 s for its one-line error. Behind a proxy, a connection
+    of our own says nothing: the requests go through the proxy."""
+    import socket
+
+    from hf_vanilla_transformer import hub
+
+    attempts = []
+
+    def refused(address, timeout=None):
+        attempts.append((address, timeout))
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: [("address",)])
+    monkeypatch.setattr(socket, "create_connection", refused)
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    hub.hub_unreachable.cache_clear()
+    try:
+        assert hub.hub_unreachable() is True and attempts == [((hub.hub_host(), 443), hub.HUB_CONNECT_TIMEOUT)]
+        hub.hub_unreachable.cache_clear()
+        monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+        assert hub.hub_unreachable() is False and len(attempts) == 1
+    finally:
+        hub.hub_unreachable.cache_clear()
+
+
 def test_a_private_repository_is_said_to_need_a_token():
     """transformers' second line, "If this is a private repository, make sure to pass a token ...", was cut off with
     the rest: a user without a token read only that the id was not valid."""

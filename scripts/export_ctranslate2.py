@@ -51,6 +51,8 @@ def parse_arguments(argv=None):
     parser.add_argument("--max_positions", type=int, default=None,
                         help="position encodings to store: the longest source or translation CTranslate2 accepts "
                              "(default: the config's max_position_embeddings)")
+    parser.add_argument("--revision", default=None,
+                        help="branch, tag or commit of a Hub model (as translate.py takes it; default: main)")
     parser.add_argument("--no_overwrite", action="store_true",
                         help="fail if output_dir holds anything, an earlier export too (a missing or empty folder "
                              "is written to; by default an earlier export there is replaced; a folder holding "
@@ -82,14 +84,14 @@ def main(argv=None) -> Path:
         import ctranslate2  # noqa: F401
     except ImportError as error:
         raise InputError(CTRANSLATE2_MISSING) from error
-    model = model_location(args.model)
+    model = model_location(args.model, args.revision)  # a --revision of a folder here: refused
     if Path(model).is_dir():
         check_model_dir(model)
     else:  # a Hub repo id: download it first
         from huggingface_hub import snapshot_download
 
         with loading_from(args.model):  # one sentence for not found, offline (OSErrors) or not an id (ValueError)
-            model = snapshot_download(model, allow_patterns=HUB_FILES)
+            model = snapshot_download(model, revision=args.revision, allow_patterns=HUB_FILES)
     try:
         out_dir = export_ctranslate2(
             model,

@@ -382,6 +382,13 @@ def test_a_hub_model_is_downloaded_without_the_weights_of_other_frameworks(tmp_p
                   "vocab.json", "tokenizer.json", "tf_model.h5", "flax_model.msgpack", "rust_model.ot", "README.md"]
     fetched = [name for name in repository if any(fnmatch(name, pattern) for pattern in asked["allow_patterns"])]
     assert fetched == repository[:7]
+    # a branch, tag or commit, as translate.py takes it (a version pushed with --revision could not be exported)
+    from hf_vanilla_transformer.errors import InputError
+
+    export_script().main(["someone/model", str(tmp_path / "ct2-v2"), "--revision", "v2"])
+    assert asked["revision"] == "v2"
+    with pytest.raises(InputError, match="--revision v2 picks a version of a Hub repo, but .* is a folder here"):
+        export_script().main([str(tmp_path / "model"), str(tmp_path / "ct2-v3"), "--revision", "v2"])
 
 
 def test_a_converted_marian_model_with_an_output_bias_translates_as_generate_does(tmp_path):

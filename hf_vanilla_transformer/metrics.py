@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +82,8 @@ def bleu_tokenizer(target_lang: str | None = None, tokenize: str | None = None) 
     `UNSPACED_LANGUAGES` (with a warning), `13a` for the rest. 13a splits text at spaces and punctuation, so a
     language written without spaces would be scored by whole sentences: BLEU 0 for a perfect translation.
     `ja-mecab`/`ko-mecab` need `pip install "sacrebleu[ja]"` / `"sacrebleu[ko]"`; without it, `char` (each character
-    a token) for Japanese and `13a` for Korean, which is written with spaces, with a warning. ValueError for a tokenizer sacrebleu does not know or cannot run here."""
+    a token) for Japanese and `13a` for Korean, which is written with spaces, with a warning. ValueError for a
+    tokenizer sacrebleu does not know or cannot run here."""
     if tokenize is not None and tokenize not in BLEU_TOKENIZERS:
         raise ValueError(f"sacrebleu has no BLEU tokenizer {tokenize!r}; choose one of {', '.join(BLEU_TOKENIZERS)}.")
     language = language_code(target_lang)
@@ -202,13 +203,14 @@ def _reference_streams(references: Sequence[str] | Sequence[Sequence[str]]) -> l
         if isinstance(reference, str):
             per_prediction.append([reference])
             continue
-        if isinstance(reference, bytes) or not isinstance(reference, Sequence):
+        if isinstance(reference, (bytes, bytearray)) or not isinstance(reference, Iterable):
             _check_text(reference, f"references[{index}]", "a string or a list of strings")
-        if not reference:
+        texts = list(reference)  # a list, a tuple, a numpy array of strings
+        if not texts:
             raise ValueError(f"references[{index}] is an empty list: give each prediction at least one reference.")
-        for number, text in enumerate(reference):
+        for number, text in enumerate(texts):
             _check_text(text, f"references[{index}][{number}]")
-        per_prediction.append(list(reference))
+        per_prediction.append(texts)
     counts = {len(item) for item in per_prediction}
     if len(counts) > 1:
         raise ValueError(f"Every prediction needs the same number of references; got counts {sorted(counts)}.")

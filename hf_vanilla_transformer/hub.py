@@ -92,12 +92,15 @@ def push_model_dir(
     new_branch = False
     try:
         in_repo = api.list_repo_files(repo_id, revision=base)
-    except RevisionNotFoundError:  # a new branch, made from main below
+    except RevisionNotFoundError as error:  # a new branch, made from main below
+        if revision.startswith("refs/pr/"):
+            raise InputError(f"{repo_id} has no pull request {revision}: give an open one's ref, or --create_pr to "
+                             "open a new one.") from error
         base, in_repo, new_branch = "main", api.list_repo_files(repo_id), True
     if not overwrite:
         check_model_type(api, repo_id, base, in_repo)
-    if revision is not None and revision != "main":
-        api.create_branch(repo_id, branch=revision, exist_ok=True)
+    if revision is not None and revision != "main" and not revision.startswith("refs/pr/"):  # a pull request's
+        api.create_branch(repo_id, branch=revision, exist_ok=True)  # ref is pushed to as it is, not made a branch
     try:
         commit, uploaded = _upload(api, model_dir, repo_id, card_inputs, revision, commit_message, create_pr)
     except BaseException:

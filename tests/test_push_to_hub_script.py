@@ -308,6 +308,34 @@ print(json.dumps(sorted(os.listdir(snapshot_download("user/cached")))))
     assert "model.safetensors" in json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
+def test_a_push_to_an_open_pull_request_updates_it(hub_server, run_dir, tmp_path):  # noqa: F811
+    """`--revision refs/pr/1`, huggingface_hub's way to add a commit to a pull request, failed with "The Hub refused
+    the push ...: Bad request": the push tried to make a branch of that name first."""
+    proc = hub_server.run_python(f"""
+import json
+from huggingface_hub import HfApi
+from hf_vanilla_transformer.hub import push_model_dir
+
+push_model_dir({str(run_dir)!r}, "user/reviewed")
+pull = push_model_dir({str(run_dir)!r}, "user/reviewed", create_pr=True, card_overrides={{"license": "mit"}})
+ref = "refs/pr/" + pull.pr_url.rstrip("/").split("/")[-1]
+push_model_dir({str(run_dir)!r}, "user/reviewed", revision=ref, card_overrides={{"license": "cc-by-4.0"}})
+api = HfApi()
+try:
+    push_model_dir({str(run_dir)!r}, "user/reviewed", revision="refs/pr/99")
+    missing = None
+except Exception as error:
+    missing = str(error)
+print(json.dumps([ref, [b.name for b in api.list_repo_refs("user/reviewed").branches],
+                  "cc-by-4.0" in open(api.hf_hub_download("user/reviewed", "README.md", revision=ref)).read(),
+                  missing]))
+""", hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
+    ref, branches, updated, missing = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert ref.startswith("refs/pr/") and branches == ["main"] and updated, proc.stderr
+    assert missing == ("user/reviewed has no pull request refs/pr/99: give an open one's ref, or --create_pr to open "
+                       "a new one.")
+
+
 def test_the_card_of_a_checkpoint_of_an_unfinished_run_does_not_guess(run_dir):
     """Before the run has finished, its folder has no card inputs: a checkpoint pushed then had a card saying
     "Parallel text, from local files." (for any data, the built-in corpus too) and that a BPE vocabulary was learned."""

@@ -148,7 +148,7 @@ def stage_upload(model_dir: Path, staging: Path) -> None:
     the card) with `model_dir` left as it is, even where its files are links, as in a Hub cache snapshot."""
     from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
-    ignored = UPLOAD_IGNORE_PATTERNS + nested_model_patterns(model_dir) + DEFAULT_IGNORE_PATTERNS
+    ignored = push_ignore_patterns(model_dir) + DEFAULT_IGNORE_PATTERNS
     names = list(filter_repo_objects(_files(model_dir), ignore_patterns=ignored))
     weights = set(filter_repo_objects(names, allow_patterns=WEIGHT_PATTERNS))
     for name in names:
@@ -261,6 +261,12 @@ def _files(folder: Path) -> list[str]:
     return [path.relative_to(folder).as_posix() for path in sorted(folder.rglob("*")) if path.is_file()]
 
 
+def push_ignore_patterns(model_dir: str | os.PathLike) -> list[str]:
+    """What a push of `model_dir` leaves out: `UPLOAD_IGNORE_PATTERNS`, and its subfolders holding a model of their
+    own (`nested_model_patterns`)."""
+    return UPLOAD_IGNORE_PATTERNS + nested_model_patterns(model_dir)
+
+
 def nested_model_patterns(model_dir: str | os.PathLike) -> list[str]:
     """Ignore patterns for the subfolders of `model_dir` that hold a model of their own (a config.json: an averaged
     model, a scoring run's or a copied checkpoint's folder, a CTranslate2 export): a push of the folder uploaded them
@@ -278,12 +284,17 @@ def left_out_of_push(model_dir: str | os.PathLike) -> list[str]:
     from huggingface_hub.utils import filter_repo_objects
 
     files = _files(Path(model_dir))
-    ignored = UPLOAD_IGNORE_PATTERNS + nested_model_patterns(model_dir)
-    kept = set(filter_repo_objects(files, ignore_patterns=ignored))
-    left = {name for name in files if name not in kept}
-    folders = {name.split("/")[0] for name in left if "/" in name
-               if not any(other.startswith(name.split("/")[0] + "/") for other in kept)}  # nothing of it pushed
-    return sorted({f"{name.split('/')[0]}/" if name.split("/")[0] in folders else name for name in left})
+    kept = set(filter_repo_objects(files, ignore_patterns=push_ignore_patterns(model_dir)))
+    pushed_folders = {name.split("/")[0] for name in kept if "/" in name}
+    # a top-level folder none of whose files is pushed is named as the folder, else its files left out are
+    return sorted({f"{name.split('/')[0]}/" if "/" in name and name.split("/")[0] not in pushed_folders else name
+                   for name in files if name not in kept})
+
+
+def _data_sizes_of(run: dict) -> dict:
+    """The data-size metrics (`train_samples`, `eval_samples`, ...) of a run's card inputs, without its scores: what
+    the card of one of its checkpoints or of an average of them keeps of the run's results."""
+    return {key: value for key, value in (run.get("metrics") or {}).items() if key.endswith("_samples")}
 
 
 def checkpoint_card(model_dir: Path) -> dict:
@@ -299,7 +310,7 @@ def checkpoint_card(model_dir: Path) -> dict:
     run_inputs = model_dir.parent / CARD_INPUTS_FILE
     run, state = read_json(run_inputs) if run_inputs.is_file() else {}, read_json(state_file)
     step = state.get("global_step")
-    metrics = {key: value for key, value in (run.get("metrics") or {}).items() if key.endswith("_samples")}
+    metrics = _data_sizes_of(run)
     for entry in state.get("log_history", []):
         if entry.get("step") == step:  # the logs and evaluation of this checkpoint's model
             metrics.update((key, value) for key, value in entry.items() if key.startswith("eval_") or key == "epoch")
@@ -322,7 +333,7 @@ def averaged_card(run_dir: Path, checkpoints: list[Path]) -> dict:
     if not run_inputs.is_file():
         return {"metrics": {}, "run_recorded": False, "training_args": [averaged]}
     run = read_json(run_inputs)
-    metrics = {key: value for key, value in (run.get("metrics") or {}).items() if key.endswith("_samples")}
+    metrics = _data_sizes_of(run)
     recipe = [row for row in run.get("training_args", []) if row[0] != averaged[0]]
     return {**run, "metrics": metrics, "metric_signatures": None, "training_args": [*recipe, averaged]}
 

@@ -1495,24 +1495,25 @@ def _without_pairs_lacking_text(dataset: Dataset, split: str, source_lang: str, 
     def has_text(batch: dict) -> list[bool]:
         return [pair_has_text(pair, source_lang, target_lang) for pair in batch["translation"]]
 
-    kept = dataset.filter(has_text, batched=True, desc=f"Checking the {split} pairs")
-    if len(kept) == len(dataset):
+    if not len(dataset):  # no batch to map: no column of flags
         return dataset
-    flags = dataset.map(lambda batch: {"has_text": has_text(batch)}, batched=True,
-                        remove_columns=dataset.column_names)["has_text"]
+    flags = dataset.map(lambda batch: {"has_text": has_text(batch)}, batched=True, remove_columns=dataset.column_names,
+                        desc=f"Checking the {split} pairs").with_format("numpy")[:]["has_text"]
+    if flags.all():
+        return dataset
     logger.warning(
-        f"Left out {len(dataset) - len(kept)} of {len(dataset)} {split} pairs whose {source_lang} or {target_lang} "
-        f"side is missing or empty ({_rows_named(flags)})."
+        f"Left out {int((~flags).sum())} of {len(dataset)} {split} pairs whose {source_lang} or {target_lang} side "
+        f"is missing or empty ({_rows_named(np.flatnonzero(~flags))})."
     )
-    return kept
+    return dataset.select(np.flatnonzero(flags))
 
 
-def _rows_named(has_text: Sequence[bool]) -> str:
-    """The rows without text, as a warning names them: "rows 4, 17, ..." of the split's rows, counted from 1 (a
-    data file's lines are not counted: a CSV's header row, JSON lines' blank lines and a quoted field's line
-    breaks are no rows)."""
-    rows = [number for number, ok in enumerate(has_text, 1) if not ok]
-    return f"row{'s' * (len(rows) > 1)} {shown_list(rows, _SHOWN_LINE_NUMBERS)} of the split, counted from 1"
+def _rows_named(rows: Sequence[int]) -> str:
+    """The rows without text (indices from 0), as a warning names them: "rows 4, 17, ..." of the split's rows,
+    counted from 1 (a data file's lines are not counted: a CSV's header row, JSON lines' blank lines and a quoted
+    field's line breaks are no rows)."""
+    numbers = [int(row) + 1 for row in rows[:_SHOWN_LINE_NUMBERS + 1]]  # shown_list shows that many, then "..."
+    return f"row{'s' * (len(rows) > 1)} {shown_list(numbers, _SHOWN_LINE_NUMBERS)} of the split, counted from 1"
 
 
 def _blank_where_text_is_missing(
@@ -1532,8 +1533,8 @@ def _blank_where_text_is_missing(
     if len(scored) < len(dataset) and warn:
         logger.warning(
             f"{len(dataset) - len(scored)} of {len(dataset)} {split} pairs have a missing or empty {source_lang} or "
-            f"{target_lang} side ({_rows_named([row in scored for row in range(len(dataset))])}): they are kept in "
-            "place, so that translations line up with the data, but are neither translated nor scored."
+            f"{target_lang} side ({_rows_named([row for row in range(len(dataset)) if row not in scored])}): they "
+            "are kept in place, so that translations line up with the data, but are neither translated nor scored."
         )
     return dataset
 

@@ -28,6 +28,31 @@ _BOTH_STACKS = {
     ("attention_heads", "heads", "num_heads", "n_heads", "nhead"): "attention_heads",
     ("ffn_dim", "d_ff", "dim_feedforward", "intermediate_size", "ff_dim"): "ffn_dim",
 }
+# Other libraries' names for a field (PyTorch's `norm_first`, BERT's and T5's dropouts): the model would not read them
+_OTHER_NAMES = {
+    "normalize_before": ("norm_first", "pre_ln", "pre_norm", "prenorm", "pre_layer_norm", "pre_layernorm"),
+    "dropout": ("dropout_rate", "hidden_dropout_prob", "hidden_dropout", "residual_dropout", "dropout_prob"),
+    "attention_dropout": ("attention_probs_dropout_prob", "attn_dropout", "attn_pdrop", "attention_probs_dropout"),
+    "activation_function": ("hidden_act", "activation"),
+}
+# Both stacks' N and h: set through these names, they set the encoder's and the decoder's (read, the encoder's)
+_SHARED_SIZES = {"num_hidden_layers": "layers", "num_attention_heads": "attention_heads"}
+
+
+def _meant(name: str) -> str | None:
+    """What a keyword that is no field plainly meant, said as advice: a size of both stacks (the training script's
+    flag names `layers`, `attention_heads`, `ffn_dim`, and other libraries' names for them), a field named as other
+    libraries name it, or the training script's --preset. None for any other name."""
+    for alias, suffix in _BOTH_STACKS.items():
+        if name in alias:
+            return f"give `encoder_{suffix}` and `decoder_{suffix}` (the training script's --{alias[0]} sets both)"
+    for field, alias in _OTHER_NAMES.items():
+        if name in alias:
+            return f"its name here is `{field}`"
+    if name == "preset":
+        return ("the big model's config is `VanillaTransformerConfig.big()` (the training script's --preset big), the "
+                "base model's the defaults (`VanillaTransformerConfig.base()`)")
+    return None
 
 
 def is_integer(value) -> bool:
@@ -36,8 +61,20 @@ def is_integer(value) -> bool:
 
 
 def is_number(value) -> bool:
-    """An int or float, not a bool or a string (as a value read from YAML or a command line may be)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """An int or float (numpy's too), not a bool or a string (as a value read from YAML or a command line may be)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def plain_number(value):
+    """A number of numpy's (`np.float32(0.1)`, from an array) as the int or float that JSON holds; else the value."""
+    if is_integer(value) and not isinstance(value, int):
+        return int(value)
+    if is_number(value) and not isinstance(value, (int, float)):
+        try:
+            return float(str(value))  # np.float32(0.1) is 0.1, not 0.10000000149011612
+        except ValueError:  # a Fraction, "1/10"
+            return float(value)
+    return value
 
 
 class VanillaTransformerConfig(PreTrainedConfig):
@@ -49,7 +86,9 @@ class VanillaTransformerConfig(PreTrainedConfig):
     embedding is also the pre-softmax projection, embeddings scaled by sqrt(d_model), post-LN residual blocks.
     `VanillaTransformerConfig.big()` gives the "big" model.
 
-    Field names follow BART/Marian so that tools written for those models work unchanged.
+    Field names follow BART/Marian so that tools written for those models work unchanged. transformers' names
+    `hidden_size`, `num_hidden_layers` and `num_attention_heads` read d_model and the encoder's N and h; given, the
+    last two set both stacks'. Other libraries' names for a field (`norm_first`, `hidden_dropout_prob`) are refused.
 
     Args:
         vocab_size: size of the shared source/target vocabulary.
@@ -126,6 +165,10 @@ class VanillaTransformerConfig(PreTrainedConfig):
                 f"This config is for model type {model_type!r}, not {cls.model_type!r}: its weights would not fit "
                 f"this model. Load it with its own class (AutoModelForSeq2SeqLM picks it).{hint}"
             )
+        if unread := sorted(name for name in config_dict if _meant(name)):  # set by hand in a config.json
+            logger.warning("The config holds %s, which VanillaTransformerConfig does not read: the model is built from "
+                           "its fields alone, and the names are left out.", ", ".join(f"`{name}`" for name in unread))
+            config_dict = {name: value for name, value in config_dict.items() if name not in unread}
         return super().from_dict(config_dict, **kwargs)
 
     @classmethod
@@ -147,21 +190,24 @@ class VanillaTransformerConfig(PreTrainedConfig):
         self.check_values()
 
     def _check_names(self, extra: dict) -> None:
-        """A ValueError for a keyword that is no field but plainly meant a size of both stacks: the training script's
-        flag names (`layers`, `attention_heads`, `ffn_dim`) and other libraries' names for them; a warning for one
-        spelt like a field (`d_modle`), which may also be a tool's own setting (transformers' tests set
+        """A ValueError for a keyword that is no field but plainly meant one (`_meant`); a warning for one spelt
+        like a field (`d_modle`), which may also be a tool's own setting (transformers' tests set
         `layer_norm_epsilon` on every config and save it). Any extra keyword is kept, as PreTrainedConfig keeps them."""
         fields = {field.name for field in dataclasses.fields(self)} | set(self.attribute_map)
         for name in set(extra) - fields:  # attribute_map's names come here, to be mapped
-            for alias, meant in _BOTH_STACKS.items():
-                if name in alias:
-                    raise ValueError(
-                        f"`{name}` is not a VanillaTransformerConfig field: give `encoder_{meant}` and "
-                        f"`decoder_{meant}` (the training script's --{alias[0]} sets both)."
-                    )
+            if meant := _meant(name):
+                raise ValueError(f"`{name}` is not a VanillaTransformerConfig field: {meant}.")
             if close := difflib.get_close_matches(name, fields, n=1, cutoff=0.85):
                 logger.warning("`%s` is not a VanillaTransformerConfig field, and the model does not read it: did you "
                                "mean `%s`?", name, close[0])
+
+    def __setattr__(self, key, value):
+        """`num_hidden_layers` and `num_attention_heads` (transformers' names) set N or h of both stacks, as the
+        paper has one of each; read, they are the encoder's (`attribute_map`)."""
+        if key in _SHARED_SIZES:
+            super().__setattr__(f"encoder_{_SHARED_SIZES[key]}", value)
+            key = f"decoder_{_SHARED_SIZES[key]}"
+        super().__setattr__(key, value)
 
     def validate(self):
         """Checks run before `save_pretrained` writes the config, so later edits are validated too."""
@@ -169,7 +215,11 @@ class VanillaTransformerConfig(PreTrainedConfig):
         self.check_values()
 
     def check_values(self):
-        """Raise a ValueError naming the field, the value and what is allowed, for any impossible setting."""
+        """Raise a ValueError naming the field, the value and what is allowed, for any impossible setting. numpy's
+        numbers (a size from an array's shape, `np.float32(0.1)`) become plain ones, as JSON holds."""
+        for field in dataclasses.fields(self):
+            if (value := plain_number(getattr(self, field.name))) is not getattr(self, field.name):
+                setattr(self, field.name, value)
         self._check_sizes()
         self._check_probabilities()
         self._check_activation()
@@ -189,8 +239,6 @@ class VanillaTransformerConfig(PreTrainedConfig):
             "max_position_embeddings",
         ):
             value = getattr(self, name)
-            if is_integer(value) and not isinstance(value, int):  # numpy's, e.g. from an array's shape: a plain int
-                setattr(self, name, value := int(value))
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
         for name in ("encoder_attention_heads", "decoder_attention_heads"):
@@ -232,8 +280,6 @@ class VanillaTransformerConfig(PreTrainedConfig):
         """Special token ids must index the vocabulary."""
         for name in ("pad_token_id", "bos_token_id", "decoder_start_token_id", "eos_token_id"):
             value = getattr(self, name)
-            if is_integer(value) and not isinstance(value, int):  # numpy's: a plain int, as JSON can hold
-                setattr(self, name, value := int(value))
             if isinstance(value, list) and not value:  # generate() reads its first id
                 raise ValueError(f"`{name}` must be a token id, a non-empty list of them, or None, got [].")
             for token_id in value if isinstance(value, list) else [value]:

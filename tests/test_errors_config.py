@@ -68,6 +68,53 @@ def test_a_keyword_meant_for_both_stacks_is_refused(settings, message):
     assert config.encoder_layers == 2 and config.custom_pipelines == {}
 
 
+@pytest.mark.parametrize("settings, message", [
+    (dict(norm_first=True), "`norm_first` is not a VanillaTransformerConfig field: its name here is `normalize_before`."),
+    (dict(pre_ln=True), "its name here is `normalize_before`"),
+    (dict(hidden_dropout_prob=0.3), "`hidden_dropout_prob` is not a VanillaTransformerConfig field: its name here is "
+                                    "`dropout`."),
+    (dict(dropout_rate=0.3), "its name here is `dropout`"),
+    (dict(attention_probs_dropout_prob=0.1), "its name here is `attention_dropout`"),
+    (dict(hidden_act="gelu"), "its name here is `activation_function`"),
+    (dict(preset="big"), "`preset` is not a VanillaTransformerConfig field: the big model's config is "
+                         "`VanillaTransformerConfig.big()` (the training script's --preset big)"),
+])
+def test_another_librarys_name_for_a_field_is_refused(settings, message):
+    """`VanillaTransformerConfig(preset="big", norm_first=True)` made a base, post-LN model whose config.json said
+    "big" and "norm_first", without a word; so did BERT's and T5's names for the dropouts (the model kept 0.1)."""
+    with pytest.raises(ValueError) as error:
+        VanillaTransformerConfig(**settings)
+    assert message in str(error.value)
+
+
+def test_a_config_json_holding_such_a_name_still_loads(tmp_path, caplog):
+    """A config.json edited by hand (or saved before such names were refused) loads as its fields say, with a warning
+    naming what is not read, rather than refusing the model its weights."""
+    import json
+    import logging
+
+    VanillaTransformerConfig(d_model=64).save_pretrained(tmp_path)
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps({**json.loads(config_file.read_text()), "norm_first": True, "preset": "big"}))
+    with caplog.at_level(logging.WARNING):
+        config = VanillaTransformerConfig.from_pretrained(tmp_path)
+    assert (config.d_model, config.normalize_before, hasattr(config, "norm_first")) == (64, False, False)
+    assert "The config holds `norm_first`, `preset`, which VanillaTransformerConfig does not read: the model is built " \
+           "from its fields alone" in caplog.text
+
+
+def test_transformers_names_for_n_and_h_set_both_stacks():
+    """`num_hidden_layers=2, num_attention_heads=4` (transformers' names) made a 2-layer, 4-head encoder and left the
+    decoder at 6 layers and 8 heads, without a word: the paper's N and h are of both stacks."""
+    config = VanillaTransformerConfig(num_hidden_layers=2, num_attention_heads=4, d_model=64)
+    assert (config.encoder_layers, config.decoder_layers) == (2, 2)
+    assert (config.encoder_attention_heads, config.decoder_attention_heads) == (4, 4)
+    config.num_hidden_layers = 3
+    assert (config.encoder_layers, config.decoder_layers, config.num_hidden_layers) == (3, 3, 3)
+    config = VanillaTransformerConfig(encoder_layers=4, decoder_layers=2)
+    assert config.num_hidden_layers == 4 and config.to_dict()["decoder_layers"] == 2  # read, the encoder's
+
+
 def test_a_keyword_spelt_like_a_field_is_warned_about(caplog):
     """`d_modle=64` was kept as a setting of its own, the model 512 wide; a tool's own setting spelt like a field
     (transformers' tests save `layer_norm_epsilon` on every config) still loads."""
@@ -120,6 +167,20 @@ def test_numpy_integers_are_sizes():
     with tempfile.TemporaryDirectory() as folder:
         config.save_pretrained(folder)  # JSON holds plain ints
         assert VanillaTransformerConfig.from_pretrained(folder).eos_token_id == 2
+
+
+def test_numpy_floats_are_probabilities_and_epsilons(tmp_path):
+    """`dropout=np.float32(0.1)` was refused as "must be a number in [0, 1), got np.float32(0.1)"; so were such an
+    epsilon and init_std (np.float64, a float, passed)."""
+    import numpy as np
+
+    config = VanillaTransformerConfig(dropout=np.float32(0.1), layer_norm_eps=np.float32(1e-6), init_std=np.float16(0.5))
+    assert (config.dropout, config.layer_norm_eps, config.init_std) == (0.1, 1e-6, 0.5)  # as written, in JSON too
+    assert type(config.dropout) is float
+    config.save_pretrained(tmp_path)
+    assert VanillaTransformerConfig.from_pretrained(tmp_path).dropout == 0.1
+    with pytest.raises(ValueError, match="`dropout` is a probability"):
+        VanillaTransformerConfig(dropout=np.float32(1.5))
 
 
 def test_valid_edge_values_are_accepted():

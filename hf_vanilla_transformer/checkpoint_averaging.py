@@ -12,7 +12,8 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, GenerationConfig
 
 from .distributed import holds_fsdp_shards
 from .errors import InputError, MissingFileError, first_line
-from .trainer import no_progress_bars, readable_weights
+from .file_permissions import readable_weights
+from .trainer import no_progress_bars
 
 UNUSABLE = ("a run stopped while saving can leave such a checkpoint; move it out of the run's folder to average the "
             "others")
@@ -104,7 +105,7 @@ def average_checkpoints(checkpoints: list[str | Path], output_dir: str | Path):
     model = _load_weights_into(model, weights)
     with no_progress_bars():
         model.save_pretrained(output_dir)
-    readable_weights(output_dir)
+    readable_weights(output_dir)  # a MarianMTModel's are left -rw-------
     try:
         GenerationConfig.from_pretrained(last).save_pretrained(output_dir)
     except (OSError, ValueError) as error:  # a damaged generation_config.json

@@ -7,8 +7,11 @@ which stalls training and breaks CUDA graphs), so there a check runs on the devi
 training script checks its data where it makes it. Under torch.compile the value checks are skipped.
 """
 
+from collections.abc import Mapping
+
 import torch
 from torch.nn.attention.flex_attention import BlockMask
+from transformers.modeling_outputs import BaseModelOutput
 from transformers.utils import is_torchdynamo_compiling, logging
 
 logger = logging.get_logger(__name__)
@@ -42,6 +45,9 @@ def check_id_matrix(name: str, ids) -> None:
     check_is_tensor(name, ids)
     if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
         raise ValueError(f"`{name}` must hold integer token ids (torch.long), got dtype {ids.dtype}.")
+    if ids.dtype not in (torch.long, torch.int32):  # what an embedding indexes with; uint8 holds ids below 256 only
+        raise ValueError(f"`{name}` must hold token ids as torch.long (or torch.int32), got dtype {ids.dtype}: convert "
+                         "them with `.long()`.")
     if ids.dim() != 2:
         hint = ": add the batch dimension (`ids[None]`), or tokenize a list of sentences" if ids.dim() == 1 else ""
         raise ValueError(f"`{name}` must have shape (batch, length), got {tuple(ids.shape)}{hint}.")
@@ -134,6 +140,12 @@ def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) 
             "the default (dynamic) cache, or sdpa with the static cache."
         )
     check_is_tensor(name, mask)
+    if mask.dim() == 4 and not (mask.dtype == torch.bool or mask.dtype.is_floating_point):
+        raise ValueError(
+            f"`{name}` is a 4-D mask of dtype {mask.dtype}: a prepared mask is boolean (True where a query may attend) "
+            "or float (added to the attention scores: 0, or -inf where masked). A padding mask of 1s and 0s is 2-D, "
+            "(batch, length)."
+        )
     if mask.dim() == 4 or is_torchdynamo_compiling():
         return
     expected = tuple(int(size) for size in expected)
@@ -142,6 +154,37 @@ def check_mask(name: str, mask: torch.Tensor | None, expected: tuple[int, int]) 
             f"`{name}` has shape {tuple(mask.shape)} but must be (batch, length) = {expected}: 1 for tokens to "
             "attend to, 0 for padding."
         )
+
+
+def as_encoder_output(encoder_outputs, d_model: int) -> BaseModelOutput:
+    """`encoder_outputs` as a BaseModelOutput: given as one, as a tuple (the last hidden state first), a dict of the
+    encoder's outputs or the last hidden state alone. A ValueError where that state is no (batch, source length,
+    d_model) tensor, which torch would meet as "mat1 and mat2 shapes cannot be multiplied"."""
+    if isinstance(encoder_outputs, torch.Tensor):
+        encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs)
+    elif isinstance(encoder_outputs, Mapping) and not isinstance(encoder_outputs, BaseModelOutput):
+        if unknown := sorted(set(encoder_outputs) - {"last_hidden_state", "hidden_states", "attentions"}):
+            raise ValueError(f"`encoder_outputs` given as a dict holds the encoder's outputs by name "
+                             f"(`last_hidden_state`, `hidden_states`, `attentions`), not {unknown}.")
+        encoder_outputs = BaseModelOutput(**encoder_outputs)
+    elif not isinstance(encoder_outputs, BaseModelOutput):
+        encoder_outputs = BaseModelOutput(*encoder_outputs)
+    states = encoder_outputs.last_hidden_state
+    if not isinstance(states, torch.Tensor) or states.dim() != 3 or states.shape[-1] != d_model:
+        got = tuple(states.shape) if isinstance(states, torch.Tensor) else type(states).__name__
+        raise ValueError(f"`encoder_outputs` must hold the encoder's last hidden state, a tensor of shape (batch, "
+                         f"source length, d_model={d_model}), first; got {got}.")
+    return encoder_outputs
+
+
+def batch_of(ids, embeds) -> torch.Tensor | None:
+    """The ids (batch, length) or embeddings (batch, length, d_model) given, to compare batch sizes by; None where
+    they are missing or of another shape, which their own check names."""
+    if isinstance(ids, torch.Tensor):
+        return ids if ids.dim() == 2 else None
+    if isinstance(embeds, torch.Tensor):
+        return embeds if embeds.dim() == 3 else None
+    return None
 
 
 def check_one_target_per_source(subject: str, targets, sources) -> None:

@@ -8,7 +8,8 @@ feed-forward) -> pre-softmax projection tied to the embedding -> logits.
 
 What is not the paper lives beside this file, imported relatively so that `save_pretrained` ships it: the checks of
 the inputs (`input_checks.py`), what `generate()` adds to transformers' (`generation.py`), the loss's float32 chunks
-(`chunked_loss.py`) and the CPU's packed matrix multiplications (`packed_linear.py`).
+(`chunked_loss.py`), the CPU's packed matrix multiplications (`packed_linear.py`) and the saved weights' permissions
+(`file_permissions.py`).
 """
 
 import inspect
@@ -40,8 +41,11 @@ from transformers.utils.output_capturing import OutputRecorder, capture_outputs
 
 from .chunked_loss import cross_entropy_sum
 from .configuration_vanilla_transformer import VanillaTransformerConfig
+from .file_permissions import readable_weights
 from .generation import TranslationGenerationMixin
 from .input_checks import (
+    as_encoder_output,
+    batch_of,
     check_is_tensor,
     check_labels,
     check_mask,
@@ -350,6 +354,13 @@ class VanillaTransformerPreTrainedModel(PreTrainedModel):
                 "script's --resume_from_checkpoint true picks the last complete one)."
             ) from error
 
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """`PreTrainedModel.save_pretrained`, leaving the weights readable as the user's other files are (safetensors
+        writes them -rw-------; the training script's model and checkpoints were already readable)."""
+        saved = super().save_pretrained(save_directory, *args, **kwargs)
+        readable_weights(save_directory)
+        return saved
+
     def _check_and_adjust_attn_implementation(self, attn_implementation, *args, **kwargs):
         """transformers' check, with the reason flash attention is refused (its own message points at a Hub page
         made of the local folder's path)."""
@@ -433,7 +444,7 @@ class VanillaTransformerStack(VanillaTransformerPreTrainedModel):
             inputs_embeds = self.embed_tokens(input_ids)
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.d_model:
             raise ValueError(
-                f"inputs_embeds must have shape (batch, length, d_model={self.config.d_model}), got "
+                f"`{prefix}inputs_embeds` must have shape (batch, length, d_model={self.config.d_model}), got "
                 f"{tuple(inputs_embeds.shape)}."
             )
         batch, length = inputs_embeds.shape[:2]
@@ -640,17 +651,14 @@ class VanillaTransformerModel(VanillaTransformerPreTrainedModel):
             )
         kwargs.pop("position_ids", None)
         if encoder_outputs is None:
-            check_one_target_per_source(
-                "The decoder inputs have",
-                decoder_input_ids if decoder_input_ids is not None else decoder_inputs_embeds,
-                input_ids if input_ids is not None else inputs_embeds,
-            )
+            check_one_target_per_source("The decoder inputs have", batch_of(decoder_input_ids, decoder_inputs_embeds),
+                                        batch_of(input_ids, inputs_embeds))
             encoder_outputs = self.encoder(
                 input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, return_dict=True,
                 **kwargs,
             )
-        elif not isinstance(encoder_outputs, BaseModelOutput):  # a tuple passed in
-            encoder_outputs = BaseModelOutput(*encoder_outputs)
+        else:  # generate()'s, or one passed in
+            encoder_outputs = as_encoder_output(encoder_outputs, self.config.d_model)
         if decoder_input_ids is None and decoder_inputs_embeds is None:
             raise ValueError(
                 "The decoder needs its inputs: pass `decoder_input_ids` (the target shifted right, starting with "
@@ -772,9 +780,9 @@ class VanillaTransformerForConditionalGeneration(VanillaTransformerPreTrainedMod
             raise ValueError("`skip_logits=True` returns only the loss, which needs `labels`.")
         if labels is not None:
             check_labels(labels, self.config.vocab_size)
-            sources = input_ids if input_ids is not None else inputs_embeds
             if encoder_outputs is not None:
-                sources = encoder_outputs[0]
+                encoder_outputs = as_encoder_output(encoder_outputs, self.config.d_model)
+            sources = batch_of(input_ids, inputs_embeds) if encoder_outputs is None else encoder_outputs[0]
             check_one_target_per_source("`labels` has", labels, sources)
             use_cache = False
             if decoder_input_ids is None and decoder_inputs_embeds is None:

@@ -78,6 +78,7 @@ from .distributed import (
     whole_fsdp_weights_advice,
 )
 from .errors import InputError, first_line, interrupts_deferred, one_line_errors, shown_list, sibling_script
+from .file_permissions import readable_weights
 from .hub import (
     check_push_account,
     check_push_target,
@@ -120,7 +121,6 @@ from .trainer import (
     TokenBatchingSeq2SeqTrainer,
     TokenBatchingSeq2SeqTrainingArguments,
     close_progress_bar,
-    readable_weights,
 )
 from .training_curves import plot_training_curves
 
@@ -1676,7 +1676,7 @@ def train(trainer, resume_from: str | None) -> dict:
         if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
             trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
         trainer.save_model()
-        if trainer.is_world_process_zero():
+        if trainer.is_world_process_zero():  # a MarianMTModel fine-tuned leaves them -rw-------
             readable_weights(trainer.args.output_dir)
         trainer.log_metrics("train", metrics)
         trainer.save_metrics("train", metrics)

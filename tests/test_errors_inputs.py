@@ -57,6 +57,24 @@ TARGET = torch.tensor([[10, 11, 2], [12, 2, 0]])
          r"`decoder_position_ids` has shape \(2, 2\) but must be \(batch, length\) = \(2, 3\)"),
         (dict(input_ids=IDS, labels=TARGET, decoder_position_ids=[[0, 1, 2]] * 2),
          r"`decoder_position_ids` must be a torch tensor, got a list"),
+        # torch's "Expected tensor for argument #1 'indices' to have one of the following scalar types" before
+        (dict(input_ids=IDS.to(torch.uint8), labels=TARGET), r"`input_ids` must hold token ids as torch.long \(or "
+         r"torch.int32\), got dtype torch.uint8: convert them with `.long\(\)`"),
+        (dict(input_ids=IDS, decoder_input_ids=TARGET.short()), r"`decoder_input_ids` .*got dtype torch.int16"),
+        # torch's "Expected attn_mask dtype to be bool or float"
+        (dict(input_ids=IDS, attention_mask=torch.ones(2, 1, 4, 4, dtype=torch.long), labels=TARGET),
+         r"`attention_mask` is a 4-D mask of dtype torch.int64: a prepared mask is boolean"),
+        # one sentence's embeddings without the batch dimension: "decoder inputs have batch size 2 but the sources 4"
+        (dict(inputs_embeds=torch.zeros(4, 32), decoder_input_ids=TARGET), r"`inputs_embeds` must have shape \(batch, "
+         r"length, d_model=32\), got \(4, 32\)"),
+        (dict(inputs_embeds=torch.zeros(4, 32), labels=TARGET), r"`inputs_embeds` must have shape"),
+        (dict(input_ids=IDS, decoder_inputs_embeds=torch.zeros(3, 32)), r"`decoder_inputs_embeds` must have shape"),
+        # torch's "mat1 and mat2 shapes cannot be multiplied"; a dict's keys were unpacked as the outputs
+        (dict(encoder_outputs=(torch.zeros(2, 4, 16),), decoder_input_ids=TARGET),
+         r"`encoder_outputs` must hold the encoder's last hidden state, a tensor of shape \(batch, source length, "
+         r"d_model=32\), first; got \(2, 4, 16\)"),
+        (dict(encoder_outputs={"hidden": torch.zeros(2, 4, 32)}, labels=TARGET),
+         r"`encoder_outputs` given as a dict holds the encoder's outputs by name .* not \['hidden'\]"),
     ],
 )
 def test_bad_inputs_raise_value_errors_that_explain(model, inputs, message):
@@ -83,6 +101,21 @@ def test_generate_checks_its_inputs_too(model):
     with pytest.raises(ValueError, match=r"decoder_inputs_embeds: .*pass it as `decoder_input_ids`"):
         model.generate(IDS, decoder_inputs_embeds=torch.zeros(2, 1, 32), max_new_tokens=3)
     model.generate(IDS, guidance_scale=1.0, max_new_tokens=3)  # no guidance: runs
+
+
+def test_encoder_outputs_may_be_a_dict_or_a_tensor(model):
+    """`encoder_outputs={"last_hidden_state": h}` failed with "'str' object has no attribute 'shape'" (the dict's keys
+    were taken as its outputs), and a bare tensor's rows were; both now give the logits of a tuple or of no
+    `encoder_outputs`."""
+    states = model.get_encoder()(IDS, attention_mask=MASK).last_hidden_state
+    expected = model(input_ids=IDS, attention_mask=MASK, decoder_input_ids=TARGET).logits
+    for given in ((states,), {"last_hidden_state": states}, states):
+        logits = model(encoder_outputs=given, attention_mask=MASK, decoder_input_ids=TARGET).logits
+        torch.testing.assert_close(logits, expected)
+    loss = model(encoder_outputs={"last_hidden_state": states}, attention_mask=MASK, labels=TARGET).loss
+    torch.testing.assert_close(loss, model(input_ids=IDS, attention_mask=MASK, labels=TARGET).loss)
+    generated = model.generate(encoder_outputs={"last_hidden_state": states}, attention_mask=MASK, max_new_tokens=3)
+    assert torch.equal(generated, model.generate(IDS, attention_mask=MASK, max_new_tokens=3))
 
 
 def test_valid_inputs_still_run(model):

@@ -724,6 +724,24 @@ def test_save_pretrained_writes_auto_map_and_code(tmp_path):
     assert (tmp_path / "chunked_loss.py").exists()
     assert (tmp_path / "input_checks.py").exists() and (tmp_path / "generation.py").exists()
     assert GenerationConfig.from_pretrained(tmp_path).num_beams == 4
+    assert (tmp_path / "file_permissions.py").exists()
+
+
+@pytest.mark.parametrize("model_class", [VanillaTransformerForConditionalGeneration, VanillaTransformerModel])
+def test_save_pretrained_leaves_the_weights_readable(model_class, tmp_path):
+    """`model.save_pretrained(folder)` left model.safetensors (and each shard) -rw------- (safetensors writes through a
+    temporary file), while the training script's model beside the same files was -rw-r--r--: another user, or a
+    container running as one, could not load it."""
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        model_class(tiny_config()).save_pretrained(tmp_path / "whole")
+        model_class(tiny_config()).save_pretrained(save_directory=tmp_path / "shards", max_shard_size="20KB")
+    finally:
+        os.umask(umask)
+    weights = [*(tmp_path / "whole").glob("*.safetensors"), *(tmp_path / "shards").glob("*.safetensors")]
+    assert len(weights) > 2 and all(path.stat().st_mode & 0o777 == 0o644 for path in weights)
 
 
 REMOTE_CODE_LOAD = """

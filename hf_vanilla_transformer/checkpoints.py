@@ -11,9 +11,11 @@ import math
 import os
 import re
 import time
+import zipfile
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError, safe_open
 
 from .data import TranslationDataArguments, data_source_description
 from .distributed import check_launch_resumes, fsdp_requested
@@ -113,9 +115,12 @@ def resume_checkpoint(training_args) -> str | None:
             )
         check_not_weights_only(last)
         check_launch_resumes(last, fsdp=fsdp_requested(training_args))
+        check_undamaged(last)
         return str(last)
     if not Path(resume).is_dir():
-        raise InputError(f"--resume_from_checkpoint {resume}: no such checkpoint folder.")
+        meant = (" (`true` resumes --output_dir's last complete checkpoint)"
+                 if str(resume).lower() in ("yes", "y", "1", "on", "true", "last") else "")
+        raise InputError(f"--resume_from_checkpoint {resume}: no such checkpoint folder{meant}.")
     if not is_complete_checkpoint(resume):
         if run_checkpoints(resume):  # a run's folder, not one of its checkpoints
             last = last_complete_checkpoint(resume)
@@ -147,6 +152,7 @@ def resume_checkpoint(training_args) -> str | None:
         )
     check_not_weights_only(resume)
     check_launch_resumes(resume, fsdp=fsdp_requested(training_args))
+    check_undamaged(resume)
     return resume
 
 
@@ -194,6 +200,58 @@ def check_not_weights_only(checkpoint: str | Path) -> None:
         )
 
 
+def check_undamaged(checkpoint: str | Path) -> None:
+    """A checkpoint written whole may have been damaged since (`checkpoint_damage`): the Trainer would meet that as a
+    traceback, or start the optimizer or the schedule anew without a word."""
+    if damage := checkpoint_damage(checkpoint):
+        folder = Path(checkpoint)
+        earlier = [other for other in complete_checkpoints(folder.parent) if folder_step(other) < folder_step(folder)
+                   and not checkpoint_damage(other)] if re.fullmatch(r"checkpoint-\d+", folder.name) else []
+        aside = folder.parent / "damaged"
+        advice = (f"Resume from the one before it: move it out of the run's folder (mkdir {aside} && mv {folder} "
+                  f"{aside}), then pass --resume_from_checkpoint true, which picks the last complete one "
+                  f"({earlier[-1].name})" if earlier else
+                  "Copy it again from where it came from, or fine-tune from an undamaged model into a new --output_dir")
+        raise InputError(
+            f"{checkpoint} is damaged: {damage}. A copy stopped midway (cp, scp, rsync) or files deleted by hand leave "
+            f"such a checkpoint, which would not resume as the run was. {advice}."
+        )
+
+
+def checkpoint_damage(checkpoint: str | Path) -> str | None:
+    """What is missing or damaged in a checkpoint that was written whole, said in words; None where nothing is. Its
+    state, config and weights must be there and readable, each file of torch.save's whole (a zip archive's end is
+    there), and the optimizer's state and the schedule both there or both not (weights only): the Trainer loads them
+    together, and starts both anew where one is missing. Reads the files' headers and ends only."""
+    folder = Path(checkpoint)
+    for name in ("trainer_state.json", "config.json"):
+        try:
+            json.loads((folder / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            if name == "trainer_state.json":
+                return "it has no trainer_state.json (the step and the logs)"
+        except (OSError, ValueError):
+            return f"its {name} cannot be read as JSON"
+    if not any(any(folder.glob(pattern)) for pattern in ("model*.safetensors", "pytorch_model*.bin",
+                                                         "pytorch_model_fsdp*")):
+        return "it holds no model weights (model.safetensors)"
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), "pt"):
+                pass
+        except (SafetensorError, OSError) as error:
+            return f"its {path.name} is truncated or corrupt ({error})"
+    for path in sorted(path for pattern in ("*.pt", "*.pth", "*.bin") for path in folder.glob(pattern)):
+        if path.is_file() and not zipfile.is_zipfile(path):
+            return f"its {path.name} is truncated or corrupt (not all of what torch.save wrote)"
+    optimizer, schedule = any(folder.glob("optimizer*")), (folder / "scheduler.pt").is_file()
+    if optimizer and not schedule:
+        return "it has no scheduler.pt (the learning-rate schedule, which would start its warmup again)"
+    if schedule and not optimizer:
+        return "it has no optimizer.pt (Adam's moments, which would start from zero)"
+    return None
+
+
 RESUMED_CONFIG = ("vocab_size", "d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
                   "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "normalize_before",
                   "tie_word_embeddings", "dropout", "attention_dropout", "activation_dropout")
@@ -234,9 +292,9 @@ def check_resumable(checkpoint: str, model, training_args, data_args) -> None:
     saved_by = len(list(Path(checkpoint).glob("rng_state*.pth")))  # one per process
     if saved_by and saved_by != training_args.world_size:
         logger.warning(
-            "%s was saved by %d processes and this run has %d: the batches an optimizer step sums change, and so do "
-            "the epoch count and the schedule's pace. Resume with as many processes for the run it would have been.",
-            checkpoint, saved_by, training_args.world_size,
+            "%s was saved by %d process%s and this run has %d: the batches an optimizer step sums change, and so "
+            "do the epoch count and the schedule's pace. Resume with as many processes for the run it would have "
+            "been.", checkpoint, saved_by, "es" * (saved_by != 1), training_args.world_size,
         )
 
 

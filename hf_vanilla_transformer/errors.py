@@ -92,6 +92,30 @@ def first_line(error: BaseException) -> str:
 
 INTERRUPTED_STATUS = 130
 """The shell's status for a command stopped by Ctrl-C (128 + SIGINT)."""
+TERMINATED_STATUS = 143
+"""The shell's status for a command stopped by SIGTERM (128 + SIGTERM): `kill`, a scheduler's time limit, `docker
+stop`."""
+
+
+@contextmanager
+def termination_as_interrupt() -> Iterator[list[int]]:
+    """SIGTERM raises KeyboardInterrupt in the block, as Ctrl-C does, so that what a run keeps is said (the last
+    complete checkpoint) where the process would end without a word; the list yielded holds the signal once one came.
+    Only the main thread receives signals: elsewhere the block runs as it is."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def interrupt(signum, frame):
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def sibling_script(name: str) -> str:
@@ -112,6 +136,7 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
     """Call `main()`; on a user error print `<name>: error: <message>` to stderr and exit with status 2, and on
     Ctrl-C print `<name>: interrupted` (with what the interrupt's message says, e.g. how to resume) and exit with
     status 130, unless the environment variable HF_VANILLA_TRANSFORMER_DEBUG is set (then the traceback shows).
+    SIGTERM is taken as Ctrl-C, `<name>: terminated (SIGTERM)` and status 143.
 
     Characters the terminal's encoding lacks (an emoji of the data on a cp1252 console or under a Latin-1 locale)
     are printed escaped, `\U0001f600`, where they would end the run with a UnicodeEncodeError."""
@@ -120,18 +145,20 @@ def run_command(main: Callable[[], Any], *, name: str | None = None) -> Any:
         if stream is not None and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     debug = debugging()
-    try:
-        return main()
-    except USER_ERRORS as error:
-        if debug:
-            raise
-        print(f"{name}: error: {error}", file=sys.stderr)
-        sys.exit(USAGE_ERROR_STATUS)
-    except KeyboardInterrupt as interrupt:
-        if debug:
-            raise
-        print(f"\n{name}: interrupted" + (f": {interrupt}" if str(interrupt) else "."), file=sys.stderr)
-        sys.exit(INTERRUPTED_STATUS)
+    with termination_as_interrupt() as terminated:
+        try:
+            return main()
+        except USER_ERRORS as error:
+            if debug:
+                raise
+            print(f"{name}: error: {error}", file=sys.stderr)
+            sys.exit(USAGE_ERROR_STATUS)
+        except KeyboardInterrupt as interrupt:
+            if debug:
+                raise
+            what = "terminated (SIGTERM)" if terminated else "interrupted"
+            print(f"\n{name}: {what}" + (f": {interrupt}" if str(interrupt) else "."), file=sys.stderr)
+            sys.exit(TERMINATED_STATUS if terminated else INTERRUPTED_STATUS)
 
 
 @contextmanager

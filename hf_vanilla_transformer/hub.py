@@ -481,7 +481,13 @@ def model_location(name_or_path: str, revision: str | None = None) -> str:
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise MissingFileError(f"{name_or_path} is a directory but not a saved model: it has no config.json.")
+            checkpoints = sorted((folder for folder in path.glob("checkpoint-*") if re.fullmatch(r"checkpoint-\d+",
+                                  folder.name) and (folder / "config.json").is_file()), key=lambda f: int(f.name[11:]))
+            names = ", ".join(folder.name for folder in checkpoints)
+            run = (f" It holds the checkpoints of a training run not finished ({names}): give one of them (the last: "
+                   f"{checkpoints[-1]}), or finish the run with the training command and --resume_from_checkpoint true."
+                   if checkpoints else "")
+            raise MissingFileError(f"{name_or_path} is a directory but not a saved model: it has no config.json.{run}")
         if (path / "model.bin").is_file() and (path / "shared_vocabulary.json").is_file():
             raise InputError(
                 f"{name_or_path} is a CTranslate2 export (model.bin), which transformers cannot load: translate with "

@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, SequentialSampler
 from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler
-from transformers.trainer_utils import seed_worker
+from transformers.trainer_utils import rotate_checkpoints, seed_worker
 
 from transformers.utils import logging
 
@@ -27,6 +27,7 @@ from .batching import BucketPaddingCollator, SeededLengthGroupedSampler, TokenBa
 from .checkpoints import (
     CHECKPOINT_COMPLETE,
     RESUMED_ARGUMENTS,
+    checkpoint_step,
     complete_checkpoints,
     folder_step,
     order_checkpoint_times_by_step,
@@ -175,6 +176,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
         self._seconds_outside_training = 0.0  # since then: evaluating and saving checkpoints
         self._evaluation_token_loss: torch.Tensor | None = None  # during evaluation: summed token losses, tokens
         self._length_grouped_sampler: SeededLengthGroupedSampler | None = None
+        self.resumed_step: int | None = None  # the step of the checkpoint train() resumes from
         self.add_callback(_EpochToSamplerCallback(self))
         if self.is_fsdp_enabled:
             share_one_embedding_module(self.model)
@@ -218,6 +220,7 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
     def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
         if self.is_fsdp_enabled and isinstance(resume_from_checkpoint, str):
             check_launch_resumes(resume_from_checkpoint)
+        self.resumed_step = checkpoint_step(resume_from_checkpoint) if isinstance(resume_from_checkpoint, str) else None
         self._parameters_for_flops = None  # counted again for each run, once
         self._sentences_trained = 0  # this call's: the Trainer's speed metrics count only this call's steps
         self._target_tokens, self._interval_start = 0, None
@@ -263,8 +266,30 @@ class TokenBatchingSeq2SeqTrainer(Seq2SeqTrainer):
             return super().evaluate(*args, **kwargs)
 
     def _save_checkpoint(self, model, trial) -> None:
-        with self._outside_training_time():
-            super()._save_checkpoint(model, trial)
+        """The Trainer's checkpoint, without its deleting the checkpoints past --save_total_limit: that waits for the
+        new one to be marked complete (`MarkCheckpointComplete` deletes them then). A run killed in between kept
+        neither the old checkpoints nor a new one to resume from."""
+        limit, self.args.save_total_limit = self.args.save_total_limit, None
+        try:
+            with self._outside_training_time():
+                super()._save_checkpoint(model, trial)
+        finally:
+            self.args.save_total_limit = limit
+
+    def set_initial_training_values(self, args, dataloader):
+        """The Trainer's count of the run's steps; a run by epochs resumed at or past them (its data now gives fewer
+        steps than the checkpoint's run had) stops with an InputError, where the Trainer would train nothing and
+        report a training loss of 0."""
+        values = super().set_initial_training_values(args, dataloader)
+        max_steps, step = values[-1], self.resumed_step
+        if args.max_steps <= 0 and step is not None and step >= max_steps:
+            raise InputError(
+                f"The checkpoint resumed from is at step {step}, and --num_train_epochs {args.num_train_epochs:g} of "
+                f"the training data given now makes {max_steps} steps: there is nothing left to train. The data is not "
+                "the run's (see the warning above): resume with the run's data and limits (--max_train_samples), or "
+                "fine-tune from the checkpoint into a new --output_dir (--model_name_or_path)."
+            )
+        return values
 
     @contextlib.contextmanager
     def _outside_training_time(self):
@@ -618,7 +643,8 @@ def divergence_message(loss: float, first: int, last: int, learning_rate: float 
 
 
 class MarkCheckpointComplete(TrainerCallback):
-    """Mark a checkpoint complete once the Trainer has written all of it (`on_save` runs after the last file).
+    """Mark a checkpoint complete once the Trainer has written all of it (`on_save` runs after the last file), then
+    delete the checkpoints past --save_total_limit, as the Trainer would have before.
 
     The Trainer writes a checkpoint's files one by one into `checkpoint-<step>`; a run killed in the middle leaves a
     folder that looks like a checkpoint but lacks, say, the optimizer state, and resuming from it would silently
@@ -643,6 +669,9 @@ class MarkCheckpointComplete(TrainerCallback):
                       "arguments": {name: arguments[name] for name in RESUMED_ARGUMENTS if name in arguments}}
             staging.write_text(json.dumps(record, indent=2, default=str))
             os.replace(staging, folder / CHECKPOINT_COMPLETE)  # atomic: the marker is there whole or not at all
+        if args.should_save:  # what the Trainer's save left to do (see `_save_checkpoint`): the new one is complete
+            rotate_checkpoints(output_dir=args.output_dir, save_total_limit=args.save_total_limit,
+                               best_model_checkpoint=state.best_model_checkpoint, use_mtime=True)
 
 
 @contextlib.contextmanager

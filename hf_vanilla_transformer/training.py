@@ -46,7 +46,6 @@ from .checkpoint_averaging import load_averaged_weights
 from .checkpoints import (
     SENTENCE_BATCH_ARGUMENTS,
     check_resumable,
-    checkpoint_record,
     checkpoint_step,
     complete_checkpoints,
     holds_weights_only,
@@ -703,9 +702,10 @@ def default_averaging_fits(training_args, given: set[str]) -> bool:
 
 def builtin_overwrite_fits(model_args, data_args, training_args) -> bool:
     """Whether the built-in run's default --overwrite_output_dir may replace what --output_dir holds: nothing of a
-    run, or an earlier run of the built-in corpus trained from scratch (`./run.sh main` again). A fine-tuning, or a
-    folder with another run in it (another corpus, a fine-tuning), is not emptied unasked: the run stops there as
-    any other does, saying to pass --overwrite_output_dir true."""
+    run, or a finished run of the built-in corpus trained from scratch (`./run.sh main` again). A fine-tuning, a
+    folder with another run in it (another corpus, a fine-tuning) or a run stopped before its end (its checkpoints
+    may be resumed: hours of training, deleted by the same command run again) is not emptied unasked: the run stops
+    there as any other does, saying to resume it or to pass --overwrite_output_dir true."""
     if model_args.model_name_or_path:
         return False
     folder, corpus = Path(training_args.output_dir), data_source_description(data_args)
@@ -718,8 +718,8 @@ def builtin_overwrite_fits(model_args, data_args, training_args) -> bool:
                 return False
             return isinstance(inputs, dict) and inputs.get("dataset_description") == corpus \
                 and not inputs.get("base_model")
-        if checkpoints := run_checkpoints(folder):  # a run stopped before the end: its checkpoints' records
-            return all(checkpoint_record(checkpoint)["run"].get("train_data") == corpus for checkpoint in checkpoints)
+        if run_checkpoints(folder):  # a run stopped before its end (Ctrl-C): resumable, not deleted unasked
+            return False
         return not any((folder / name).is_file() for name in ("model.safetensors", *RESULT_FILES))
 
     return _as_the_main_process_sees(training_args, only_the_builtin_run)
@@ -1176,9 +1176,17 @@ def check_resumed_tokenizer(tokenizer, name: str, checkpoint: str) -> None:
     if vocabulary == saved_vocabulary and all(getattr(tokenizer, i) == getattr(saved, i) for i in special):
         return
     moved = sum(vocabulary.get(token) != index for token, index in saved_vocabulary.items())
+    if len(vocabulary) != len(saved_vocabulary):  # "0 of its 300 tokens have another id" for a larger one
+        differs = f"{len(vocabulary)} tokens, the checkpoint's {len(saved_vocabulary)}"
+    elif moved:
+        differs = f"{moved} of its {len(saved_vocabulary)} tokens have another id"
+    else:
+        differs = "other special tokens: " + ", ".join(f"{i} {getattr(tokenizer, i)} (the checkpoint's: "
+                                                       f"{getattr(saved, i)})" for i in special
+                                                       if getattr(tokenizer, i) != getattr(saved, i))
     raise InputError(
-        f"The tokenizer of {name} is not the one {checkpoint} was trained with ({moved} of its {len(saved_vocabulary)} "
-        "tokens have another id, or other special tokens): the resumed model would read each id as another token. "
+        f"The tokenizer of {name} is not the one {checkpoint} was trained with ({differs}): the resumed model would "
+        "read each id as another token. "
         "Resume with the run's own tokenizer (leave --tokenizer_name out: the checkpoint's is used), or train anew."
     )
 
@@ -1792,6 +1800,11 @@ def clear_earlier_checkpoints(training_args) -> None:
                 f"--output_dir {training_args.output_dir} holds only incomplete checkpoints ({names}) of an earlier "
                 "run stopped while saving, which cannot be resumed: pass --overwrite_output_dir true to delete them "
                 "and start again, or train into a new --output_dir."
+            )
+        if any((folder / name).is_file() for name in (CARD_INPUTS_FILE, "trainer_state.json")):  # saved at its end
+            raise InputError(  # said to continue it, which then found its training complete
+                f"--output_dir {training_args.output_dir} holds a finished run (its model, and checkpoints {names}). "
+                "Train into a new --output_dir, or pass --overwrite_output_dir true to replace it."
             )
         raise InputError(
             f"--output_dir {training_args.output_dir} holds checkpoints of an earlier run ({names}). Continue that "

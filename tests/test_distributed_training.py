@@ -390,16 +390,26 @@ def test_an_fsdp_launch_that_cannot_run_stops_before_any_work(tmp_path, fsdp_uns
 
 
 def fake_checkpoint(run, saved_by, step=4):
-    """A complete checkpoint's files as `saved_by` writes them (empty: only their names are looked at)."""
+    """A complete checkpoint's files as `saved_by` writes them (holding nothing: their names are looked at, and
+    whether they are whole files of their kinds)."""
+    from safetensors.torch import save_file
+
     checkpoint = run / f"checkpoint-{step}"
     checkpoint.mkdir(parents=True)
-    for name in ("scheduler.pt", CHECKPOINT_COMPLETE, *{
+    for name in ("scheduler.pt", CHECKPOINT_COMPLETE, "trainer_state.json", *{
         "ddp": ["model.safetensors", "optimizer.pt"],
         "whole fsdp": ["model.safetensors", "pytorch_model_fsdp.bin", "optimizer.bin"],
         "sharded fsdp": ["pytorch_model_fsdp_0/", "optimizer_0/"],
         "local fsdp1": ["pytorch_model_fsdp_rank0.bin", "pytorch_model_fsdp_rank1.bin", "optimizer_0/"],
     }[saved_by]):
-        (checkpoint / name).mkdir() if name.endswith("/") else (checkpoint / name).touch()
+        if name.endswith("/"):
+            (checkpoint / name).mkdir()
+        elif name.endswith(".safetensors"):
+            save_file({}, checkpoint / name)
+        elif name.endswith((".pt", ".bin")):
+            torch.save({}, checkpoint / name)
+        else:
+            (checkpoint / name).write_text("{}")
     return checkpoint
 
 

@@ -411,6 +411,20 @@ def test_export_ctranslate2_refuses_a_folder_without_a_model(tmp_path, monkeypat
     assert f"{tmp_path / 'empty'}" in err and "config.json" in err
 
 
+def test_translating_a_stopped_runs_folder_points_at_its_checkpoints(tmp_path, monkeypatch, capsys):
+    """translate.py given the folder of a run stopped before its end said only "not a saved model: it has no
+    config.json", though its checkpoints are models."""
+    for step in (20, 100, 40):
+        (tmp_path / "run" / f"checkpoint-{step}").mkdir(parents=True)
+        (tmp_path / "run" / f"checkpoint-{step}" / "config.json").write_text("{}")
+    status, err = run_script("translate", tmp_path / "run", "zwei", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 2 and err.strip() == (
+        f"translate.py: error: {tmp_path / 'run'} is a directory but not a saved model: it has no config.json. It "
+        "holds the checkpoints of a training run not finished (checkpoint-20, checkpoint-40, checkpoint-100): give one "
+        f"of them (the last: {tmp_path / 'run' / 'checkpoint-100'}), or finish the run with the training command and "
+        "--resume_from_checkpoint true.")
+
+
 def run(tmp_path):
     """A run folder with two (empty) checkpoints."""
     for step in (1, 2):
@@ -522,6 +536,33 @@ def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, ca
     assert err.strip().splitlines()[-1] == (
         f"train_translation.py: interrupted: the last complete checkpoint is {tmp_path / 'run' / 'checkpoint-2'}; "
         "continue the run with the same command plus --resume_from_checkpoint true.")
+
+
+def test_sigterm_says_how_to_resume_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
+    """SIGTERM (a scheduler's time limit, `kill`, `docker stop`) ended the run without a word: no line saying which
+    checkpoint to resume from. It is taken as Ctrl-C, with the shell's status for SIGTERM."""
+    import signal
+
+    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
+
+    step = TokenBatchingSeq2SeqTrainer.training_step
+
+    def terminated_at_step_3(self, *args, **kwargs):
+        if self.state.global_step == 3:
+            signal.raise_signal(signal.SIGTERM)
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", terminated_at_step_3)
+    handler = signal.getsignal(signal.SIGTERM)
+    status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
+                             "--number_words_eval_size", "8", "--max_steps", "10", "--save_strategy", "steps",
+                             "--save_steps", "2", "--disable_tqdm", "true", monkeypatch=monkeypatch, capsys=capsys)
+    assert status == 143 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"train_translation.py: terminated (SIGTERM): the last complete checkpoint is "
+        f"{tmp_path / 'run' / 'checkpoint-2'}; continue the run with the same command plus --resume_from_checkpoint "
+        "true.")
+    assert signal.getsignal(signal.SIGTERM) is handler  # put back
 
 
 def test_ctrl_c_closes_the_progress_bar_before_its_message(tmp_path, monkeypatch, capsys):

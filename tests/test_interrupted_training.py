@@ -130,6 +130,55 @@ def test_half_written_checkpoints_are_not_resumed_from(uninterrupted, tmp_path):
         assert str(error.value).startswith(f"--resume_from_checkpoint {folder} is not a training checkpoint{said}: ")
 
 
+def cut(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+@pytest.mark.parametrize("damage, said", [
+    (lambda last: cut(last / "model.safetensors"), "its model.safetensors is truncated or corrupt (Error while "
+                                                   "deserializing header"),
+    (lambda last: (last / "model.safetensors").unlink(), "it holds no model weights (model.safetensors)"),
+    (lambda last: cut(last / "optimizer.pt"), "its optimizer.pt is truncated or corrupt"),
+    (lambda last: cut(last / "scheduler.pt"), "its scheduler.pt is truncated or corrupt"),
+    (lambda last: cut(last / "rng_state.pth"), "its rng_state.pth is truncated or corrupt"),
+    (lambda last: cut(last / "trainer_state.json"), "its trainer_state.json cannot be read as JSON"),
+    (lambda last: (last / "trainer_state.json").unlink(), "it has no trainer_state.json"),
+    (lambda last: cut(last / "config.json"), "its config.json cannot be read as JSON"),
+    # deleted to save disk: a new optimizer, or the warmup again, without a word
+    (lambda last: (last / "optimizer.pt").unlink(), "it has no optimizer.pt (Adam's moments"),
+    (lambda last: (last / "scheduler.pt").unlink(), "it has no scheduler.pt (the learning-rate schedule"),
+])
+def test_a_damaged_checkpoint_is_named_not_resumed(uninterrupted, tmp_path, damage, said):
+    """A checkpoint written whole, then damaged (a copy stopped midway, files deleted by hand): a truncated file was a
+    traceback from safetensors, torch.load or json; a missing trainer_state.json said to move the earlier checkpoints
+    out; a missing optimizer.pt or scheduler.pt resumed with a new optimizer or a new warmup, without a word."""
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted, out)
+    last = out / "checkpoint-120"
+    damage(last)
+    for resume in ("true", str(last)):
+        _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", resume])
+        with pytest.raises(InputError) as error:
+            resume_checkpoint(args)
+        message = str(error.value)
+        assert message.startswith(f"{last} is damaged: {said}"), message
+        aside = out / "damaged"
+        assert message.endswith(f"Resume from the one before it: move it out of the run's folder (mkdir {aside} && mv "
+                                f"{last} {aside}), then pass --resume_from_checkpoint true, which picks the last "
+                                "complete one (checkpoint-100).")
+    shutil.move(str(last), str(tmp_path / "aside"))  # as the message says
+    _, _, args = parse_arguments(["--output_dir", str(out), "--resume_from_checkpoint", "true"])
+    assert resume_checkpoint(args) == str(out / "checkpoint-100")
+
+
+def test_resume_from_checkpoint_yes_is_pointed_at_true(tmp_path):
+    for value in ("yes", "TRUE", "1"):
+        _, _, args = parse_arguments(["--output_dir", str(tmp_path), "--resume_from_checkpoint", value])
+        with pytest.raises(InputError, match=re.escape(f"--resume_from_checkpoint {value}: no such checkpoint folder "
+                                                       "(`true` resumes --output_dir's last complete checkpoint).")):
+            resume_checkpoint(args)
+
+
 @pytest.mark.parametrize("flags, said", [
     (["--learning_rate", "0.01"], "--learning_rate 0.01 (the run's: 0.002)"),  # ignored: the optimizer's state has it
     (["--weight_decay", "0.5"], "--weight_decay 0.5 (the run's: 0)"),
@@ -336,6 +385,48 @@ def test_a_run_that_trained_all_its_epochs_is_not_resumed_into_a_training_loss_o
     # a run that averages its last checkpoints is finished by averaging as many (the default --last is 5)
     _, _, args = parse_arguments(list(map(str, [*run, "--average_last_checkpoints", "2"])))
     assert f"average_checkpoints.py {out} --last 2 --output_dir" in finish_without_training(str(first), args)
+
+
+def test_a_run_by_epochs_resumed_on_less_data_is_not_reported_as_trained(tmp_path):
+    """Resumed with less data (--max_train_samples, a smaller corpus), a run by epochs whose checkpoint lay past the
+    steps the new data makes trained nothing, then wrote a training loss of 0 into its results and card, and
+    averaged its checkpoints as the finished model."""
+    run = ["--number_words_train_size", "64", "--number_words_eval_size", "4", "--d_model", "16", "--layers", "1",
+           "--attention_heads", "2", "--ffn_dim", "32", "--per_device_train_batch_size", "16",
+           "--num_train_epochs", "2", "--save_strategy", "epoch", "--disable_tqdm", "true", "--do_eval", "false",
+           "--do_predict", "false", "--average_last_checkpoints", "0"]
+    main(["--output_dir", str(tmp_path / "run"), *run])
+    first = run_checkpoints(tmp_path / "run")[0]
+    step = int(first.name.split("-")[1])
+    with pytest.raises(InputError, match=re.escape(
+            f"The checkpoint resumed from is at step {step}, and --num_train_epochs 2 of the training data given now "
+            "makes 2 steps: there is nothing left to train.")):
+        main(["--output_dir", str(tmp_path / "resumed"), *run, "--number_words_train_size", "16",
+              "--resume_from_checkpoint", str(first)])
+    assert not (tmp_path / "resumed" / "all_results.json").exists()
+
+
+def test_a_kill_between_saving_a_checkpoint_and_marking_it_leaves_the_earlier_one(tmp_path, monkeypatch):
+    """The Trainer deleted the checkpoints past --save_total_limit as it saved a new one, before the new one was
+    marked complete: a run killed in between kept no checkpoint to resume from."""
+    from hf_vanilla_transformer.trainer import MarkCheckpointComplete
+
+    mark = MarkCheckpointComplete.on_save
+
+    def killed_at_step_2(self, args, state, control, **kwargs):
+        if state.global_step == 2:
+            raise KeyboardInterrupt
+        return mark(self, args, state, control, **kwargs)
+
+    monkeypatch.setattr(MarkCheckpointComplete, "on_save", killed_at_step_2)
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        main(["--output_dir", str(out), *TINY_RUN, "--average_last_checkpoints", "0", "--save_total_limit", "1"])
+    assert last_complete_checkpoint(out) == out / "checkpoint-1"
+    monkeypatch.setattr(MarkCheckpointComplete, "on_save", mark)
+    main(["--output_dir", str(out), *TINY_RUN, "--average_last_checkpoints", "0", "--save_total_limit", "1",
+          "--max_steps", "3", "--overwrite_output_dir", "true"])
+    assert [folder.name for folder in run_checkpoints(out)] == ["checkpoint-3"]  # the limit still holds
 
 
 def test_a_copied_runs_checkpoints_are_deleted_by_step(tmp_path):

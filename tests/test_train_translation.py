@@ -1142,18 +1142,20 @@ def test_a_tokenizer_left_in_the_output_folder_is_reused_only_when_resuming(tmp_
     assert resumed.get_vocab() == stale.get_vocab()
     # a tokenizer given for the resumed run must be the checkpoint's: another one was taken (of the same size, it
     # went on without a word), and each id then meant another token to the half-trained weights
-    other = train_bpe_tokenizer([p["en"] for p in pairs], vocab_size=300)
-    other.save_pretrained(tmp_path / "other")
+    larger = train_bpe_tokenizer([p["en"] for p in pairs], vocab_size=300)
+    larger.save_pretrained(tmp_path / "larger")
     fresh.save_pretrained(tmp_path / "same")
     stale.save_pretrained(tmp_path / "same")
-    for tokenizer, refused in (("other", True), ("same", False)):
+    assert len(stale) == 260 and len(larger) == 300
+    # it said "0 of its 260 tokens have another id, or other special tokens": the size differs
+    for tokenizer, said in (("larger", r"\(300 tokens, the checkpoint's 260\)"), ("same", None)):
         given = parse_arguments(["--output_dir", str(tmp_path / "run"), "--train_prefix", str(tmp_path / "unused"),
                                  "--source_lang", "de", "--target_lang", "en", "--tokenizer_name",
                                  str(tmp_path / tokenizer)])
         resume = str(tmp_path / "run" / "checkpoint-5")
-        if refused:
-            with pytest.raises(InputError, match=f"The tokenizer of {tmp_path / 'other'} is not the one {resume} was "
-                                                 "trained with .* tokens have another id"):
+        if said:
+            with pytest.raises(InputError, match=f"The tokenizer of {tmp_path / tokenizer} is not the one {resume} was "
+                                                 f"trained with {said}: the resumed model would read"):
                 load_or_train_tokenizer(*given, raw, resume_from=resume)
         else:
             assert load_or_train_tokenizer(*given, raw, resume_from=resume).get_vocab() == stale.get_vocab()
@@ -1183,6 +1185,16 @@ def test_the_builtin_runs_overwriting_replaces_only_its_own_earlier_runs(tmp_pat
     with pytest.raises(InputError, match="holds checkpoints of an earlier run .*--overwrite_output_dir"):
         main(["--output_dir", str(stopped)])
     assert (stopped / "checkpoint-20").is_dir()
+    # the same command again after Ctrl-C: it deleted the stopped run's checkpoints, hours of training, with a warning
+    stopped = tmp_path / "stopped-builtin"
+    for step in (10, 20):
+        (stopped / f"checkpoint-{step}").mkdir(parents=True)
+        (stopped / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).write_text(json.dumps({"run": {"train_data": builtin}}))
+    assert not parse_arguments(["--output_dir", str(stopped)])[2].overwrite_output_dir
+    with pytest.raises(InputError, match=r"holds checkpoints of an earlier run \(checkpoint-10, checkpoint-20\). "
+                                         "Continue that run with --resume_from_checkpoint true"):
+        main(["--output_dir", str(stopped)])
+    assert (stopped / "checkpoint-20").is_dir()
 
 
 def test_an_earlier_runs_checkpoints_are_refused_or_deleted_never_averaged(tmp_path):
@@ -1202,6 +1214,11 @@ def test_an_earlier_runs_checkpoints_are_refused_or_deleted_never_averaged(tmp_p
         (tmp_path / f"checkpoint-{step}").mkdir()
         (tmp_path / f"checkpoint-{step}" / CHECKPOINT_COMPLETE).write_text("{}")
     with pytest.raises(InputError, match="holds checkpoints of an earlier run .*checkpoint-10.*--overwrite_output_dir"):
+        main(flags)
+    (tmp_path / "trainer_state.json").write_text("{}")  # a finished run's: it said to continue it, then "complete"
+    with pytest.raises(InputError, match=r"holds a finished run \(its model, and checkpoints checkpoint-10, "
+                                         r"checkpoint-20, checkpoint-30\). Train into a new --output_dir, or pass "
+                                         "--overwrite_output_dir true to replace it."):
         main(flags)
     main(["--output_dir", str(tmp_path), "--overwrite_output_dir", *FEW_NUMBERS, *TINY, "--max_steps", "2",
           "--save_strategy", "steps", "--save_steps", "1", "--average_last_checkpoints", "2", "--eval_strategy", "no",

@@ -316,10 +316,21 @@ def checkpoint_card(model_dir: Path) -> dict:
             metrics.update((key, value) for key, value in entry.items() if key.startswith("eval_") or key == "epoch")
     if not run:
         of = f" of {state['max_steps']}" if state.get("max_steps") else ""
-        return {"metrics": metrics, "run_recorded": False, "training_args": [
+        return {**_recorded_data(model_dir), "metrics": metrics, "run_recorded": False, "training_args": [
             ("Checkpoint", f"step {step}{of}; the run's other settings are not recorded with it")]}
     recipe = [row for row in run.get("training_args", []) if row[0] != RECIPE_FIELDS["average_last_checkpoints"]]
     return {**run, "metrics": metrics, "training_args": [*recipe, ("Checkpoint", f"step {step} of the training run")]}
+
+
+def _recorded_data(checkpoint: Path) -> dict:
+    """The card inputs a checkpoint of a run not finished records (`checkpoints.checkpoint_record`): the languages
+    and the training data in words, where it has them ({} for one of an older version)."""
+    from .checkpoints import checkpoint_record  # which builds on this module
+
+    run = checkpoint_record(checkpoint)["run"]
+    found = {"source_lang": run.get("source_lang"), "target_lang": run.get("target_lang"),
+             "dataset_description": run.get("train_data")}
+    return {key: value for key, value in found.items() if isinstance(value, str) and value}
 
 
 def averaged_card(run_dir: Path, checkpoints: list[Path]) -> dict:
@@ -331,7 +342,7 @@ def averaged_card(run_dir: Path, checkpoints: list[Path]) -> dict:
                 f"{', '.join(checkpoint.name for checkpoint in checkpoints)} (scripts/average_checkpoints.py)")
     run_inputs = run_dir / CARD_INPUTS_FILE
     if not run_inputs.is_file():
-        return {"metrics": {}, "run_recorded": False, "training_args": [averaged]}
+        return {**_recorded_data(checkpoints[-1]), "metrics": {}, "run_recorded": False, "training_args": [averaged]}
     run = read_json(run_inputs)
     metrics = _data_sizes_of(run)
     recipe = [row for row in run.get("training_args", []) if row[0] != averaged[0]]

@@ -1678,7 +1678,7 @@ def train(trainer, resume_from: str | None) -> dict:
         metrics["resumed_from_step"] = resumed_at
     try:
         if trainer.args.average_last_checkpoints:
-            metrics["averaged_checkpoints"] = average_last_checkpoints(trainer)
+            metrics["averaged_checkpoints"] = average_last_checkpoints(trainer, resume_from)
         elif trainer.args.load_best_model_at_end and trainer.state.best_model_checkpoint is not None:
             metrics["best_model_step"] = checkpoint_step(trainer.state.best_model_checkpoint)  # the model kept
         if trainer.is_fsdp_enabled:  # checkpoints may hold shards; the run's model is saved whole, for from_pretrained
@@ -1713,13 +1713,18 @@ def training_collator(training_args, tokenizer, model) -> DataCollatorForSeq2Seq
     return collator_class(tokenizer, model=model, label_pad_token_id=-100)
 
 
-def average_last_checkpoints(trainer) -> int:
+def average_last_checkpoints(trainer, resumed_from: str | None = None) -> int:
     """Give the trained model the mean weights of the run's last `--average_last_checkpoints` complete checkpoints
-    (section 6.1); returns how many were averaged. Fewer are averaged, with a warning, if fewer were saved."""
+    (section 6.1); returns how many were averaged. Fewer are averaged, with a warning, if fewer were saved. A run
+    resumed from another folder's checkpoint averages that folder's checkpoints up to it too, as the run would have
+    had them."""
     args = trainer.args
     trainer.accelerator.wait_for_everyone()  # every checkpoint is on disk
     # not those past the run's end, of a run resumed from an earlier step before
     checkpoints = [c for c in complete_checkpoints(args.output_dir) if checkpoint_step(c) <= trainer.state.global_step]
+    if resumed_from and (earlier := Path(resumed_from).resolve().parent) != Path(args.output_dir).resolve():
+        step = checkpoint_step(resumed_from)
+        checkpoints = [c for c in complete_checkpoints(earlier) if checkpoint_step(c) <= step] + checkpoints
     checkpoints = checkpoints[-args.average_last_checkpoints :]
     if len(checkpoints) < args.average_last_checkpoints and trainer.is_world_process_zero():  # once, not per process
         logger.warning(

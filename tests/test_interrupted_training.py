@@ -331,6 +331,27 @@ def test_resuming_from_a_checkpoint_before_later_ones_is_refused(uninterrupted, 
     assert [folder.name for folder in averaged] == ["checkpoint-40", "checkpoint-60", "checkpoint-80"]
 
 
+def test_a_run_resumed_into_a_new_folder_averages_the_checkpoints_it_resumed_after(uninterrupted, tmp_path,
+                                                                                    monkeypatch):
+    """Resumed from runs/a/checkpoint-80 into a new runs/b, a run averaging its last 3 checkpoints averaged b's 2 (a
+    warning said it saved only 2), where the uninterrupted run averages checkpoints 80, 100 and 120."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer import training
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(uninterrupted, first, ignore=shutil.ignore_patterns("checkpoint-100", "checkpoint-120"))
+    for step in (100, 120):  # what the resumed run saved
+        shutil.copytree(uninterrupted / f"checkpoint-{step}", second / f"checkpoint-{step}")
+    averaged = []
+    monkeypatch.setattr(training, "load_averaged_weights", lambda model, checkpoints: averaged.extend(checkpoints))
+    trainer = SimpleNamespace(args=SimpleNamespace(output_dir=str(second), average_last_checkpoints=3), model=None,
+                              state=SimpleNamespace(global_step=120), is_world_process_zero=lambda: True,
+                              accelerator=SimpleNamespace(wait_for_everyone=lambda: None))
+    assert training.average_last_checkpoints(trainer, str(first / "checkpoint-80")) == 3
+    assert averaged == [first / "checkpoint-80", second / "checkpoint-100", second / "checkpoint-120"]
+
+
 def test_a_run_resumed_from_another_folder_into_one_with_checkpoints_is_refused(uninterrupted, tmp_path):
     """Resumed from another folder's checkpoint into an --output_dir holding a run's checkpoints, the run saved its
     own beside them and averaged checkpoint-30 of the one with checkpoint-50 of the other, without a word."""
@@ -495,7 +516,7 @@ def test_ctrl_c_after_the_training_says_what_is_saved_and_how_to_finish(tmp_path
     out = tmp_path / "run"
     averaging = training.average_last_checkpoints
 
-    def stopped_averaging(trainer):
+    def stopped_averaging(trainer, resumed_from=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(training, "average_last_checkpoints", stopped_averaging)

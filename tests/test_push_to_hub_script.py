@@ -349,6 +349,26 @@ def test_the_card_of_a_checkpoint_of_an_unfinished_run_does_not_guess(run_dir):
     assert "| validation | 12.50 | 30.25 |" in text  # its own evaluation, from its trainer_state.json
 
 
+def test_the_card_of_a_checkpoint_of_an_unfinished_run_names_the_data_its_marker_records(run_dir):
+    """Each complete checkpoint records its run's languages and training data (checkpoint_complete.json): the card of
+    one pushed, or of an average of them, before the run finished said "The training data is not recorded" and had
+    no languages in its metadata."""
+    from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE
+    from hf_vanilla_transformer.hub import averaged_card
+
+    (run_dir / CARD_INPUTS_FILE).unlink()
+    (run_dir / "README.md").unlink()
+    checkpoint = run_dir / "checkpoint-10"
+    (checkpoint / CHECKPOINT_COMPLETE).write_text(json.dumps({"global_step": 10, "run": {
+        "source_lang": "de", "target_lang": "en", "train_data": "local files `train.de` and `train.en`"}}))
+    for card in (checkpoint_card(checkpoint), averaged_card(run_dir, [checkpoint])):
+        model_card = create_model_card(checkpoint, repo_id="user/step-10", **card)
+        text = model_card.text
+        assert "Parallel text from local files `train.de` and `train.en`, German source and English target." in text
+        assert model_card.data.language == ["de", "en"] and "The training data is not recorded" not in text
+        assert "the run's other settings are not recorded" in text or "scripts/average_checkpoints.py" in text
+
+
 def make_other_model_dir(path: Path, model_type: str) -> Path:
     """A folder saved by another library: config.json of `model_type`, weights and a tokenizer (this package's)."""
     from transformers import MarianConfig, MarianMTModel

@@ -205,20 +205,31 @@ class TranslationGenerationMixin(GenerationMixin):
     def _forget_placeholder_max_length(self) -> None:
         """Undo what Seq2SeqTrainer writes into the generation config: after every evaluation batch it fills each
         unset field with transformers' default, and the placeholder `max_length=20` among them would cut every later
-        translation, and every saved model's, at 20 tokens. Recognised by all ~30 defaults being set (`max_length` to
-        20 or, where this ran before, unset), which no one does by hand. The fields holding their default are unset
-        again, as they were, so that a length set by hand later (even 20) is not taken for the placeholder; the
-        paper's decoding settings stay, since unset they would mean the paper's values (`PAPER_DECODING`)."""
+        translation, and every saved model's, at 20 tokens. A config seen before the filling (at a generate(), a
+        save or a load) records which fields were unset then (`_generation_fields_unset`): those holding their
+        default are unset again, so that a `max_length` of 20 set by hand before an evaluation is kept. A config
+        first seen filled (a Seq2SeqTrainer's saved generation_config.json) is recognised by all ~30 defaults being
+        set, `max_length` to 20 or unset, which no one does by hand. The paper's decoding settings stay, since unset
+        they would mean the paper's values (`PAPER_DECODING`)."""
         config = self.generation_config
-        if config is None or config.max_length not in (None, 20):
+        if config is None:
             return
-        defaults = config._get_default_generation_params()
-        if not all(getattr(config, name, None) is not None for name, value in defaults.items()
-                   if value is not None and name != "max_length"):
+        defaults = {name: value for name, value in config._get_default_generation_params().items() if value is not None}
+        unset = {name for name in defaults if getattr(config, name, None) is None}
+        seen = self.__dict__.get("_generation_fields_unset")
+        if unset - {"max_length"}:  # not filled: what is unset now is what a filling would write
+            self._generation_fields_unset = (config, frozenset(unset))
             return
-        for name, value in defaults.items():
-            if value is not None and name not in PAPER_DECODING and getattr(config, name) == value:
+        if seen is not None and seen[0] is config:
+            unset |= seen[1]
+        elif config.max_length in (None, 20):
+            unset = set(defaults)
+        else:
+            return
+        for name in unset:
+            if name not in PAPER_DECODING and getattr(config, name, None) == defaults[name]:
                 setattr(config, name, None)
+        self._generation_fields_unset = (config, frozenset(unset))
 
     @staticmethod
     def _padding_mask_of(source: torch.Tensor | None, pad: int | None, eos: int | list[int] | None

@@ -125,6 +125,20 @@ def test_a_max_length_of_20_set_by_hand_is_kept(trainer, tmp_path):
         assert loaded.generate(source, suppress_tokens=[0, 1, 2], num_beams=1).shape[1] == 20
 
 
+def test_a_max_length_of_20_set_before_an_evaluation_is_kept(trainer, tmp_path):
+    """`generation_config.max_length = 20` set before Seq2SeqTrainer's predict(): the first predict stopped at 20
+    tokens, the second at the paper's limit, and the saved config had no max_length, where MarianMTModel keeps 20.
+    (After the first batch the config held all of transformers' defaults, and was taken for a filled one.)"""
+    config = trainer.model.generation_config
+    config.min_new_tokens, config.suppress_tokens, config.max_length = None, [0, 1, 2], 20  # never ends
+    for _ in range(2):
+        lengths = generated_lengths(trainer, trainer.predict(trainer.eval_dataset).predictions)
+        assert max(lengths) == 19  # and the start token
+    assert trainer.model.generation_config.max_length == 20
+    trainer.model.save_pretrained(tmp_path / "saved")
+    assert json.loads((tmp_path / "saved" / "generation_config.json").read_text())["max_length"] == 20
+
+
 def test_sources_without_targets_are_translated(trainer):
     """predict() on sources alone: DataCollatorForSeq2Seq sets `labels` to None, which transformers' Seq2SeqTrainer
     takes for targets and fails on ("The decoder needs its inputs"); this package's trainer translates them."""

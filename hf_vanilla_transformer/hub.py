@@ -75,8 +75,24 @@ def push_model_dir(
     `auto_map` where the folder lacks them or holds another version's code (`add_model_code`). Creates the
     repository if needed (`private=None` keeps the Hub's default or the existing visibility; `private=True` makes an
     existing public repository private, with a warning) and the branch `revision` if it does not exist. Returns the
-    commit's info.
+    commit's info. What a user can fix (no network, a token the Hub refuses, a name it does not take) is an
+    InputError of one line (`hub_error_message`), not huggingface_hub's traceback.
     """
+    try:
+        return _push_model_dir(model_dir, repo_id, token=token, private=private, revision=revision,
+                               commit_message=commit_message, create_pr=create_pr, card_overrides=card_overrides,
+                               overwrite=overwrite)
+    except InputError:
+        raise
+    except Exception as error:
+        if (message := hub_error_message(error, repo_id)) is None:
+            raise
+        raise InputError(message) from error
+
+
+def _push_model_dir(model_dir, repo_id, *, token, private, revision, commit_message, create_pr, card_overrides,
+                    overwrite) -> CommitInfo:
+    """`push_model_dir`'s work."""
     model_dir = Path(model_dir)
     check_model_dir(model_dir)
     check_saved_model_type(model_dir)

@@ -44,7 +44,10 @@ def train_bpe_tokenizer(
     Special tokens get ids pad=0, bos=1, eos=2, unk=3. The result is `save_pretrained`-able and reloads with
     `AutoTokenizer.from_pretrained`. `vocab_size` counts them and the 256 bytes of the base alphabet. A `normalizer`
     (a `tokenizers` one) changes text before it is learnt from and encoded, e.g. the built-in corpus' lower-casing:
-    text it changes no longer decodes back to itself.
+    text it changes no longer decodes back to itself. Special tokens typed in a sentence ("</s>") are read as text
+    (`split_special_tokens=True`, saved with it), and so are any added later with `add_special_tokens` (a language
+    tag, "<2de>"): add such tokens with `tokenizer.add_tokens(["<2de>"])` to have them matched as one token, or set
+    `tokenizer.split_special_tokens = False`.
     """
     if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):  # a string iterates as its characters
         raise TypeError(

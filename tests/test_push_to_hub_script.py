@@ -232,6 +232,18 @@ def test_a_damaged_card_input_is_one_message_before_the_repository_is_made(hub_s
     assert exists.stdout.strip().splitlines()[-1] == "False"
 
 
+def test_push_model_dir_without_the_network_is_one_line_not_a_traceback(run_dir, monkeypatch):
+    """`push_model_dir(...)` called from Python without the network ended in huggingface_hub's 69-line traceback
+    ("ConnectError: Name or service not known"), where the scripts said "Cannot reach the Hub"."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    with pytest.raises(InputError, match=r"^Cannot reach the Hub at http://127.0.0.1:9 \(.*Connection refused\): "
+                                         "check the network connection, or HF_ENDPOINT.$"):
+        push_model_dir(run_dir, "user/x", token="hf_unused")
+
+
 @pytest.mark.parametrize("drop", ["refused", "closed"])
 def test_network_failure_during_upload_is_one_message(run_dir, monkeypatch, capsys, drop):
     """huggingface_hub wraps a failed LFS upload in RuntimeError("Error while uploading ..."): from the connection

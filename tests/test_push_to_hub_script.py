@@ -290,8 +290,8 @@ def dropped(*args, **kwargs):
 HfApi.upload_folder = dropped
 try:
     push_model_dir({str(run_dir)!r}, "user/branched", revision="v2")
-except ConnectionError:
-    pass
+except ValueError as error:  # InputError: "Cannot reach the Hub ..."
+    assert "the connection dropped" in str(error)
 print(json.dumps([ref.name for ref in HfApi().list_repo_refs("user/branched").branches]))
 """, hf_home=tmp_path / "home", env={"PYTHONPATH": str(REPO)})
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["main"], proc.stderr

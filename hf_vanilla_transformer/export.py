@@ -342,7 +342,9 @@ def ctranslate2_options(
     num_beams: int = 4, length_penalty: float = 0.6, max_new_tokens: int = 256, early_stopping=True, **extra
 ) -> dict:
     """`Translator.translate_batch` options under which CTranslate2 returns what `generate(num_beams=...,
-    length_penalty=..., max_new_tokens=..., early_stopping=True)` returns (fp32, same inputs).
+    length_penalty=..., max_new_tokens=..., early_stopping=True)` returns (fp32, same inputs). generate()'s own limit,
+    without `max_new_tokens`, is the padded source length + 50 tokens: pass that as `max_new_tokens` (the default,
+    256, is an absolute limit of CTranslate2's), as `CTranslate2Translator` does.
 
     - Both rank a finished hypothesis by log-probability / length**length_penalty; CTranslate2 counts the end token
       in the length only when it returns it (`return_end_token=True`), as generate() always counts it.

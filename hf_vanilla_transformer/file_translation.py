@@ -338,7 +338,7 @@ def translate_in_windows(translator, lines: list[str], args: argparse.Namespace,
     are done. Ctrl-C raises a KeyboardInterrupt that says how many were written, for run_command to print, even one
     that Python dropped (`interrupt_not_lost`)."""
     window = max(BUFFER_LINES, args.batch_size)
-    written = 0
+    written, cut_short = 0, []
     try:
         with interrupt_not_lost() as check_interrupt, open_output(args, parser) as output, \
                 tqdm(total=sum(1 for line in lines if line.strip()), unit="sentence", disable=args.quiet) as bar:
@@ -346,9 +346,10 @@ def translate_in_windows(translator, lines: list[str], args: argparse.Namespace,
             check_interrupt()
             progress = CheckingBar(bar, check_interrupt)
             for start in range(0, len(lines), window):
-                part = lines[start : start + window]
+                part, cut = lines[start : start + window], []
                 translations = translate_sentences(translator, part, batch_size=args.batch_size, progress=progress,
-                                                   **generate_kwargs)
+                                                   cut_short=cut, **generate_kwargs)
+                cut_short += [start + 1 + index for index in cut]
                 with interrupt_held(output if output is not None else sys.stdout), bar_cleared(bar, output):
                     if not write_translations(translations, output, args, parser):
                         return
@@ -357,6 +358,23 @@ def translate_in_windows(translator, lines: list[str], args: argparse.Namespace,
     except KeyboardInterrupt as interrupt:
         where = f"are in {args.output}" if args.output != "-" else "were written"
         raise KeyboardInterrupt(f"the first {written} of {len(lines)} translations {where}.") from interrupt
+    warn_about_cut_short(sorted(cut_short), sum(1 for line in lines if line.strip()), translator, args)
+
+
+def warn_about_cut_short(numbers: list[int], translated: int, translator, args: argparse.Namespace) -> None:
+    """One warning naming the lines whose translation stopped at the length limit before its end token: cut short by
+    a limit set too low (--max_new_tokens 3 cut every one without a word), or a model repeating itself up to it."""
+    if not numbers:
+        return
+    config = translator.model.generation_config
+    limit = (f"--max_new_tokens {args.max_new_tokens}" if args.max_new_tokens is not None else
+             f"the model's max_new_tokens {config.max_new_tokens}" if config.max_new_tokens else
+             f"the model's max_length {config.max_length}" if config.max_length else "source length + 50 tokens")
+    of = f"{len(numbers)} of the {translated} translations" if len(numbers) > 1 else "1 translation"
+    print(f"translate.py: warning: {of} stopped at the length limit ({limit}) before the end token (line"
+          f"{'s' * (len(numbers) > 1)} {shown_list(numbers, 5)}): cut short, or a model repeating itself. Raise "
+          "--max_new_tokens where translations need more tokens; a model that repeats itself needs more training.",
+          file=sys.stderr)
 
 
 def bar_cleared(bar, output):
@@ -402,7 +420,9 @@ def translate_interactively(translator, args: argparse.Namespace, parser: argpar
                     line = ""
                 warn_about_several_sentences([line], first=number)
                 warn_about_long_lines([line], translator.tokenizer, max_positions, first=number)
-                translations = translate_sentences(translator, [line], batch_size=1, **generate_kwargs)
+                cut = []
+                translations = translate_sentences(translator, [line], batch_size=1, cut_short=cut, **generate_kwargs)
+                warn_about_cut_short([number] if cut else [], 1, translator, args)
                 check_interrupt()
                 with interrupt_held(output if output is not None else sys.stdout):
                     if not write_translations(translations, output, args, parser):

@@ -63,6 +63,9 @@ class TranslationPipeline(Pipeline):
     _pipeline_calls_generate = True
     _default_generation_config = GenerationConfig(num_beams=4)
     return_name = "translation"
+    unended_translations = 0
+    """How many of the translations made stopped at the length limit before their end token (cut short, or a model
+    repeating itself), counted as each is returned: `translate_sentences` names their sentences."""
 
     def _sanitize_parameters(
         self, truncation=None, return_tensors=None, clean_up_tokenization_spaces=None, return_text=None,
@@ -119,9 +122,12 @@ class TranslationPipeline(Pipeline):
 
     def postprocess(self, model_outputs, return_tensors=False, clean_up_tokenization_spaces=False):
         records = []
+        end = self.model.generation_config.eos_token_id
         for output_ids in model_outputs["output_ids"][0]:
             if model_outputs["blank"][0]:
                 output_ids = output_ids[:0]  # nothing to translate, nothing translated
+            elif end is not None and not torch.isin(output_ids, torch.tensor(end).flatten()).any():
+                self.unended_translations += 1
             if return_tensors:
                 records.append({f"{self.return_name}_token_ids": output_ids})
             else:
@@ -177,13 +183,14 @@ def reads_special_tokens_as_text(tokenizer) -> bool:
     return not set(tokenizer.all_special_tokens) - {"<pad>", "<s>", "</s>", "<unk>"}
 
 
-def translate_sentences(translator, sentences, *, batch_size=32, progress=False, **call_kwargs):
+def translate_sentences(translator, sentences, *, batch_size=32, progress=False, cut_short=None, **call_kwargs):
     """Translate `sentences` with `translator` (a `TranslationPipeline`) in batches of similar length, longest
     first, and return one line per sentence in input order: blank sentences stay blank, line breaks in a
     translation become spaces. `progress` shows a tqdm bar on stderr, or is one to advance and leave open: a caller
     translating a file in parts shows one bar over the whole file. The bar advances a batch at a time, when the
     batch's first result comes out: the pipeline translates the whole batch for it, and the rest follow at once
-    (advanced one by one, it read 1/200 after the first batch, and an ETA 32 times too long)."""
+    (advanced one by one, it read 1/200 after the first batch, and an ETA 32 times too long). `cut_short`, a list,
+    gets the indices of the sentences whose translation stopped at the length limit before its end token."""
     from contextlib import nullcontext
 
     from tqdm.auto import tqdm
@@ -198,8 +205,12 @@ def translate_sentences(translator, sentences, *, batch_size=32, progress=False,
     with tqdm(total=len(order), unit="sentence", disable=not progress) if own_bar else nullcontext(progress) as bar:
         outputs = translator((sentences[i] for i in order), batch_size=batch_size, **call_kwargs)
         step = batch_size or 1
+        unended = getattr(translator, "unended_translations", 0)
         for done, (i, records) in enumerate(zip(order, outputs)):
             translations[i] = records[0]["translation_text"]  # one line: the pipeline leaves no line breaks
+            if cut_short is not None and getattr(translator, "unended_translations", 0) > unended:
+                cut_short.append(i)  # counted as its record was made, just now
+                unended = translator.unended_translations
             if done % step == 0:
                 bar.update(min(step, len(order) - done))
     return translations

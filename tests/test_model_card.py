@@ -263,6 +263,14 @@ def test_a_fine_tuned_model_names_its_base_model(model_dir, tmp_path):
     assert local.data.base_model is None and "Fine-tuned from the local model `model`" in local.text  # no Hub id
     assert str(model_dir.parent) not in local.text
     assert "Fine-tuned from" not in create_model_card(model_dir, source_lang="en", target_lang="de").text
+    # not evaluated (an average of a fine-tuning's checkpoints): "the results below are this model's", then "This
+    # model has not been evaluated."
+    unscored = create_model_card(model_dir, source_lang="en", target_lang="de", base_model="Helsinki-NLP/opus-mt-en-de",
+                                 metrics={}).text
+    assert "its weights were the starting point." in unscored and "results below" not in unscored
+    scored = create_model_card(model_dir, source_lang="en", target_lang="de", base_model="Helsinki-NLP/opus-mt-en-de",
+                               metrics={"eval_bleu": 30.0, "eval_chrf": 55.0, "eval_samples": 10}).text
+    assert "its weights were the starting point, and the\nresults below are this model's." in scored
 
 
 def test_a_fine_tuned_model_keeps_its_base_models_license(model_dir, tmp_path):

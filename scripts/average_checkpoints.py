@@ -158,8 +158,8 @@ def main(argv=None):
         )
     if len(complete) < args.last:
         raise InputError(
-            f"{args.run_dir} has {len(complete)} checkpoints, fewer than --last {args.last}: lower --last or keep "
-            "more with --save_total_limit when training."
+            f"{args.run_dir} has {len(complete)} checkpoint{'s' * (len(complete) != 1)}, fewer than --last "
+            f"{args.last}: lower --last or keep more with --save_total_limit when training."
         )
     chosen = complete[-args.last :]
     check_one_model(chosen)

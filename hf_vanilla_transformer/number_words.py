@@ -126,12 +126,21 @@ def _number_words_dataset(numbers: list[int]) -> Dataset:
     """German and English words for each number, as a translation Dataset with each number's magnitude."""
     from num2words import num2words
 
-    german = [_short_form(num2words(n, lang="de"), n) for n in numbers]
+    german = [_short_form(german_words(n), n) for n in numbers]
     german = [words[0].upper() + words[1:] if row % CAPITALIZED_EVERY == 0 else words
               for row, words in enumerate(german, 1)]
     english = [num2words(n, lang="en") for n in numbers]
     dataset = translation_dataset(german, english, "de", "en")
     return dataset.add_column("magnitude", [number_magnitude(n) for n in numbers])
+
+
+def german_words(number: int) -> str:
+    """`number` in German words, as num2words writes them but for its "einstausend" in every number from X01,000 to
+    X01,999 (101,000 is "einhunderteinstausend"), which German writes "eintausend" ("einhunderteintausend"): the
+    model learned the wrong form alone, and translated the right one with the "one" left out."""
+    from num2words import num2words
+
+    return num2words(number, lang="de").replace("einstausend", "eintausend")
 
 
 def _short_form(german: str, number: int) -> str:

@@ -208,7 +208,8 @@ class ModelArguments:
     attention_heads: int | None = field(default=None, metadata={"help": "Override the number of heads."})
     ffn_dim: int | None = field(default=None, metadata={"help": "Override d_ff."})
     dropout: float | None = field(default=None, metadata={"help": "Override the residual dropout P_drop."})
-    normalize_before: bool = field(default=False, metadata={"help": "Pre-LN instead of the paper's post-LN."})
+    normalize_before: bool = field(default=False, metadata={
+        "help": "Pre-LN instead of the paper's post-LN (default: post-LN, or --config_name's)."})
     attn_implementation: str = field(default="sdpa",
                                      metadata={"help": "'eager' or 'sdpa' (or 'flex_attention' on GPUs)."})
     vocab_size: int = field(
@@ -283,6 +284,8 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
     if unknown:
         raise InputError(_unknown_flags_message(unknown, parser))
     model_args, data_args, training_args = parsed
+    if "normalize_before" not in given:  # not given: --config_name's, where given ("false" was taken for unset)
+        model_args.normalize_before = None
     d_model = model_d_model(model_args, data_args)  # also checks a model folder, before any data work
     check_new_model_flags(model_args, data_args, given)
     check_data_flags(model_args, data_args)
@@ -298,6 +301,10 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
         training_args.dataloader_persistent_workers = False  # the GPU default, which goes with workers only
     for flag, runs in phases.items():
         setattr(training_args, flag, runs or getattr(training_args, flag))  # --eval_strategy implies --do_eval
+    if model_args.attn_implementation == "flex_attention" and training_args.do_train \
+            and training_args.device.type == "cpu":  # a NotImplementedError traceback at the first step
+        raise InputError("--attn_implementation flex_attention trains on GPUs only (torch's FlexAttention has no "
+                         "backward pass on the CPU): leave it out here (sdpa, the default) or pass eager.")
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
     asked = given_values(argv, "eval_strategy").get("eval_strategy") or ("steps" if "eval_steps" in given else None)
     named = named_splits(data_args)
@@ -923,6 +930,7 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
                 "--preset and --config_name both say what model to train: give one (the size flags, such as "
                 "--d_model, change either)."
             )
+        check_config_with_flags(model_args)
         return
     if model_args.tokenizer_name and "vocab_size" in given:
         raise InputError(
@@ -936,6 +944,27 @@ def check_new_model_flags(model_args: ModelArguments, data_args: DataArguments, 
         raise InputError(
             f"The model flags make an impossible model: {str(error).rstrip('.')}. Fix --vocab_size, --preset, "
             "--d_model, --layers, --attention_heads, --ffn_dim or --dropout (`--help` describes them)."
+        ) from error
+
+
+def check_config_with_flags(model_args: ModelArguments) -> None:
+    """A local --config_name with the size flags given beside it makes a possible model: said at once, not in a
+    traceback after the tokenizer's training (a Hub id is read when the model is made)."""
+    overrides = size_overrides(model_args)
+    if not overrides or not Path(model_args.config_name).exists():
+        return
+    with loading_from(model_args.config_name, "a model's config"):
+        config = AutoConfig.from_pretrained(_pretrained(model_args.config_name))
+    if not isinstance(config, VanillaTransformerConfig):
+        return  # another kind of model: refused, with its own message, where the model is made
+    try:
+        for name, value in overrides.items():
+            setattr(config, name, value)
+        config.check_values()
+    except ValueError as error:
+        raise InputError(
+            f"The model flags make an impossible model of --config_name {model_args.config_name}: "
+            f"{str(error).rstrip('.')}. Fix --d_model, --layers, --attention_heads, --ffn_dim or --dropout."
         ) from error
 
 
@@ -988,6 +1017,13 @@ def check_training_flags(training_args) -> None:
     output_dir = training_args.output_dir
     if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise InputError(f"--output_dir {output_dir} is a file: give a folder for the run (made if missing).")
+    warmup = training_args.warmup_steps
+    if warmup > 1 and not float(warmup).is_integer():  # the Trainer warms up int(1.5) = 1 step, the card said 1.5
+        raise InputError(f"--warmup_steps {warmup}: give a whole number of steps, or a share of the training steps "
+                         "below 1 (0.1 is a tenth of them).")
+    if training_args.max_grad_norm is not None and training_args.max_grad_norm < 0:  # no clipping, the card said -1
+        raise InputError(f"--max_grad_norm {training_args.max_grad_norm}: give the gradient norm to clip at (the "
+                         "default 1.0), or 0 for no clipping.")
     available = get_available_reporting_integrations()
     # the command line takes one value: several are a comma list ("tensorboard,wandb"), which the Trainer reads as
     # one name
@@ -1111,7 +1147,7 @@ def model_sizes(model_args: ModelArguments, data_args: DataArguments) -> dict:
 
 
 def size_overrides(model_args: ModelArguments) -> dict:
-    """The config fields the size flags set (those given; `--normalize_before` when true)."""
+    """The config fields the size flags set (those given)."""
     overrides = {
         "d_model": model_args.d_model,
         "encoder_layers": model_args.layers,
@@ -1121,7 +1157,7 @@ def size_overrides(model_args: ModelArguments) -> dict:
         "encoder_ffn_dim": model_args.ffn_dim,
         "decoder_ffn_dim": model_args.ffn_dim,
         "dropout": model_args.dropout,
-        "normalize_before": model_args.normalize_before or None,
+        "normalize_before": model_args.normalize_before,
     }
     return {name: value for name, value in overrides.items() if value is not None}
 
@@ -1726,14 +1762,16 @@ def average_last_checkpoints(trainer, resumed_from: str | None = None) -> int:
         step = checkpoint_step(resumed_from)
         checkpoints = [c for c in complete_checkpoints(earlier) if checkpoint_step(c) <= step] + checkpoints
     checkpoints = checkpoints[-args.average_last_checkpoints :]
-    if len(checkpoints) < args.average_last_checkpoints and trainer.is_world_process_zero():  # once, not per process
-        logger.warning(
-            "--average_last_checkpoints %d, but the run saved only %d complete checkpoint%s: averaging %s.",
-            args.average_last_checkpoints, len(checkpoints), "" if len(checkpoints) == 1 else "s",
-            "it" if len(checkpoints) == 1 else "those",
-        )
-    if not checkpoints:
+    if len(checkpoints) < 2:  # one is the run's last weights (the Trainer saves at the end): nothing to average
+        if trainer.is_world_process_zero():  # once, not per process
+            logger.warning("Averaging the last %d checkpoints (--average_last_checkpoints, section 6.1), but the run "
+                           "saved %s complete checkpoint: the model is the run's last weights, not an average.",
+                           args.average_last_checkpoints, "only 1" if checkpoints else "no")
+        args.average_last_checkpoints = None  # what the model card reports: no averaging
         return 0
+    if len(checkpoints) < args.average_last_checkpoints and trainer.is_world_process_zero():
+        logger.warning("Averaging the last %d checkpoints (--average_last_checkpoints, section 6.1), but the run saved "
+                       "only %d complete ones: averaging those.", args.average_last_checkpoints, len(checkpoints))
     load_averaged_weights(trainer.model, checkpoints)
     args.average_last_checkpoints = len(checkpoints)  # what the model card reports
     logger.info("The model is the average of %s", ", ".join(c.name for c in checkpoints))

@@ -1518,7 +1518,58 @@ def test_too_few_checkpoints_to_average_is_said_once_not_by_every_process(tmp_pa
     )
     with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
         assert average_last_checkpoints(trainer) == 0
-    assert ("--average_last_checkpoints 3, but the run saved only 0" in caplog.text) is main_process
+    assert ("Averaging the last 3 checkpoints (--average_last_checkpoints, section 6.1), but the run saved no "
+            "complete checkpoint" in caplog.text) is main_process
+
+
+@pytest.mark.parametrize("flags, message", [
+    # a ValueError traceback after the tokenizer's training
+    (["--attention_heads", "5"], "The model flags make an impossible model of --config_name {config}: "
+                                 "`encoder_attention_heads`=5 does not divide `d_model`=32"),
+    # NotImplementedError "FlexAttention does not support backward on CPU" at the first step
+    (["--attn_implementation", "flex_attention"], "--attn_implementation flex_attention trains on GPUs only"),
+    (["--warmup_steps", "1.5"], "--warmup_steps 1.5: give a whole number of steps"),  # 1 step, the card said 1.5
+    (["--max_grad_norm", "-1"], "--max_grad_norm -1.0: give the gradient norm to clip at"),  # the card said -1
+])
+def test_model_and_recipe_flags_refused_before_any_work(tmp_path, flags, message):
+    config = tmp_path / "config"
+    VanillaTransformerConfig(d_model=32, encoder_attention_heads=2, decoder_attention_heads=2).save_pretrained(config)
+    with pytest.raises(InputError, match=re.escape(message.format(config=config))):
+        parse_arguments(["--output_dir", str(tmp_path / "run"), "--config_name", str(config), *flags])
+
+
+def test_normalize_before_false_beside_a_pre_ln_config_is_taken(tmp_path):
+    """`--config_name <pre-LN> --normalize_before false` trained a pre-LN model: false was taken for "not given"."""
+    from hf_vanilla_transformer.training import size_overrides
+
+    config = tmp_path / "config"
+    VanillaTransformerConfig(normalize_before=True).save_pretrained(config)
+    for flags, expected in ((["--normalize_before", "false"], {"normalize_before": False}),
+                            (["--normalize_before"], {"normalize_before": True}), ([], {})):
+        model_args = parse_arguments(["--output_dir", str(tmp_path / "run"), "--config_name", str(config), *flags])[0]
+        assert size_overrides(model_args) == expected
+
+
+def test_one_checkpoint_is_not_called_an_average(tmp_path, caplog):
+    """A short run that saved one checkpoint: the built-in run's default averaging "averaged" it, warned about a flag
+    the user never gave, and the card said "Checkpoints averaged into the model | 1", "average of the last 1"."""
+    from types import SimpleNamespace
+
+    from hf_vanilla_transformer.checkpoints import CHECKPOINT_COMPLETE
+    from hf_vanilla_transformer.training import average_last_checkpoints
+
+    (tmp_path / "checkpoint-10").mkdir()
+    (tmp_path / "checkpoint-10" / CHECKPOINT_COMPLETE).write_text("{}")
+    (tmp_path / "checkpoint-10" / "trainer_state.json").write_text('{"global_step": 10}')
+    trainer = SimpleNamespace(
+        args=SimpleNamespace(output_dir=str(tmp_path), average_last_checkpoints=3), model=None,
+        state=SimpleNamespace(global_step=10), accelerator=SimpleNamespace(wait_for_everyone=lambda: None),
+        is_world_process_zero=lambda: True,
+    )
+    with caplog.at_level(logging.WARNING, logger="hf_vanilla_transformer.training"):
+        assert average_last_checkpoints(trainer) == 0
+    assert "saved only 1 complete checkpoint: the model is the run's last weights, not an average." in caplog.text
+    assert trainer.args.average_last_checkpoints is None  # the card reports no averaging
 
 
 def test_the_last_line_names_scores_only_where_the_run_scored(tmp_path):

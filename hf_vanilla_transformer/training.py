@@ -698,13 +698,14 @@ def is_builtin_run(given: set[str]) -> bool:
 def default_averaging_fits(training_args, given: set[str]) -> bool:
     """Whether a default `--average_last_checkpoints` fits the user's flags (`given`): the run saves and keeps the
     checkpoints it averages, is not under FSDP, which does not average, and does not keep its best checkpoint as its
-    model (--load_best_model_at_end)."""
+    model (--load_best_model_at_end) or saves only its best ones (--save_strategy best: averaging those mixes steps
+    far apart). A --save_total_limit of 0 keeps them all, as in transformers."""
     count, limit = training_args.average_last_checkpoints, training_args.save_total_limit
-    if training_args.save_strategy == SaveStrategy.NO or fsdp_requested(training_args):
+    if training_args.save_strategy in (SaveStrategy.NO, SaveStrategy.BEST) or fsdp_requested(training_args):
         return False
     if training_args.load_best_model_at_end:  # the best checkpoint is the run's model
         return False
-    return count is None or "save_total_limit" not in given or limit is None or limit >= count
+    return count is None or "save_total_limit" not in given or limit is None or limit <= 0 or limit >= count
 
 
 def builtin_overwrite_fits(model_args, data_args, training_args) -> bool:
@@ -816,7 +817,7 @@ def check_averaging(training_args, keep_limit: bool) -> None:
             "'steps' (with --save_steps)."
         )
     limit = training_args.save_total_limit
-    if limit is not None and limit < count:
+    if limit is not None and 0 < limit < count:  # 0 (or less) keeps every checkpoint, as in transformers
         if keep_limit:
             raise InputError(
                 f"--average_last_checkpoints {count} needs {count} checkpoints, but --save_total_limit {limit} keeps "

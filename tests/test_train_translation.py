@@ -1538,6 +1538,19 @@ def test_model_and_recipe_flags_refused_before_any_work(tmp_path, flags, message
         parse_arguments(["--output_dir", str(tmp_path / "run"), "--config_name", str(config), *flags])
 
 
+def test_the_default_averaging_reads_the_checkpoint_flags_as_transformers_does(tmp_path):
+    """`--save_total_limit 0` keeps every checkpoint in transformers, but was read as "keeps 0": beside
+    --average_last_checkpoints 3 it was refused, and alone it turned the built-in run's averaging off. With
+    `--save_strategy best` the default averaging mixed the best checkpoints, steps apart, into the model."""
+    run = ["--output_dir", str(tmp_path / "run")]
+    for flags, averaged, limit in ((["--save_total_limit", "0", "--average_last_checkpoints", "3"], 3, 0),
+                                   (["--save_total_limit", "0"], 3, 0),
+                                   (["--save_strategy", "best", "--metric_for_best_model", "bleu", "--eval_strategy",
+                                     "steps", "--eval_steps", "5"], None, 5)):
+        training_args = parse_arguments([*run, *flags])[2]
+        assert (training_args.average_last_checkpoints, training_args.save_total_limit) == (averaged, limit), flags
+
+
 def test_normalize_before_false_beside_a_pre_ln_config_is_taken(tmp_path):
     """`--config_name <pre-LN> --normalize_before false` trained a pre-LN model: false was taken for "not given"."""
     from hf_vanilla_transformer.training import size_overrides

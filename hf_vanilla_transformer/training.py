@@ -307,6 +307,9 @@ def parse_arguments(argv: list[str]) -> tuple[ModelArguments, DataArguments, Tok
                          "backward pass on the CPU): leave it out here (sdpa, the default) or pass eager.")
     check_phases(model_args, data_args, training_args, given_true={flag for flag, v in given_phases.items() if v})
     asked = given_values(argv, "eval_strategy").get("eval_strategy") or ("steps" if "eval_steps" in given else None)
+    if given_values(argv, "eval_steps").get("eval_steps") in ("0", "0.0"):  # transformers reads it as unset
+        raise InputError("--eval_steps 0: give the steps between evaluations (1 or more, or a share of the training "
+                         "steps below 1); transformers would evaluate every --logging_steps instead.")
     named = named_splits(data_args)
     if asked not in (None, "no") and training_args.do_train and named is not None and "validation" not in named:
         raise InputError(  # without it, a warning and a run that exits 0 with no scores

@@ -1530,6 +1530,7 @@ def test_too_few_checkpoints_to_average_is_said_once_not_by_every_process(tmp_pa
     (["--attn_implementation", "flex_attention"], "--attn_implementation flex_attention trains on GPUs only"),
     (["--warmup_steps", "1.5"], "--warmup_steps 1.5: give a whole number of steps"),  # 1 step, the card said 1.5
     (["--max_grad_norm", "-1"], "--max_grad_norm -1.0: give the gradient norm to clip at"),  # the card said -1
+    (["--eval_steps", "0"], "--eval_steps 0: give the steps between evaluations"),  # evaluated every logging step
 ])
 def test_model_and_recipe_flags_refused_before_any_work(tmp_path, flags, message):
     config = tmp_path / "config"

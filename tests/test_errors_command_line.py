@@ -518,20 +518,28 @@ def test_a_real_subprocess_shows_one_line(tmp_path):
     ]
 
 
-def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, capsys):
+def training_stopped_at_step_3(stop, tmp_path, monkeypatch, capsys):
+    """The training script run in this process, `stop()` called at step 3 (it saves every 2): (status, stderr)."""
     from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
 
     step = TokenBatchingSeq2SeqTrainer.training_step
 
-    def interrupted_at_step_3(self, *args, **kwargs):
+    def stopped_at_step_3(self, *args, **kwargs):
         if self.state.global_step == 3:
-            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+            stop()
         return step(self, *args, **kwargs)
 
-    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", interrupted_at_step_3)
-    status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
-                             "--number_words_eval_size", "8", "--max_steps", "10", "--save_strategy", "steps",
-                             "--save_steps", "2", "--disable_tqdm", "true", monkeypatch=monkeypatch, capsys=capsys)
+    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", stopped_at_step_3)
+    return run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
+                      "--number_words_eval_size", "8", "--max_steps", "10", "--save_strategy", "steps",
+                      "--save_steps", "2", "--disable_tqdm", "true", monkeypatch=monkeypatch, capsys=capsys)
+
+
+def test_ctrl_c_says_how_to_resume_without_a_traceback(tmp_path, monkeypatch, capsys):
+    def ctrl_c():
+        raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+
+    status, err = training_stopped_at_step_3(ctrl_c, tmp_path, monkeypatch, capsys)
     assert status == 130 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (
         f"train_translation.py: interrupted: the last complete checkpoint is {tmp_path / 'run' / 'checkpoint-2'}; "
@@ -543,20 +551,9 @@ def test_sigterm_says_how_to_resume_as_ctrl_c_does(tmp_path, monkeypatch, capsys
     checkpoint to resume from. It is taken as Ctrl-C, with the shell's status for SIGTERM."""
     import signal
 
-    from hf_vanilla_transformer.trainer import TokenBatchingSeq2SeqTrainer
-
-    step = TokenBatchingSeq2SeqTrainer.training_step
-
-    def terminated_at_step_3(self, *args, **kwargs):
-        if self.state.global_step == 3:
-            signal.raise_signal(signal.SIGTERM)
-        return step(self, *args, **kwargs)
-
-    monkeypatch.setattr(TokenBatchingSeq2SeqTrainer, "training_step", terminated_at_step_3)
     handler = signal.getsignal(signal.SIGTERM)
-    status, err = run_script("train_translation", "--output_dir", tmp_path / "run", "--number_words_train_size", "200",
-                             "--number_words_eval_size", "8", "--max_steps", "10", "--save_strategy", "steps",
-                             "--save_steps", "2", "--disable_tqdm", "true", monkeypatch=monkeypatch, capsys=capsys)
+    status, err = training_stopped_at_step_3(lambda: signal.raise_signal(signal.SIGTERM), tmp_path, monkeypatch,
+                                             capsys)
     assert status == 143 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (
         f"train_translation.py: terminated (SIGTERM): the last complete checkpoint is "
